@@ -1,0 +1,221 @@
+"""`ModelConfig`: the single, frozen, validated source of a model's architecture.
+
+Every architectural choice the course discusses is a field here; the model code reads
+nothing else. Construction validates each field and every combination, and a bad value
+fails with a message that names the field and the allowed values:
+
+>>> ModelConfig(d_model=100, n_heads=3)
+Traceback (most recent call last):
+...
+ValueError: d_model=100 must be divisible by n_heads=3 (or set d_head explicitly)
+
+Dimension legend used across the package: b=batch, t=query positions, s=key positions,
+h=heads, g=kv heads, d=d_model, e=d_head, f=d_ff, v=vocab.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAMILIES = ("decoder", "encoder", "encoder_decoder")
+POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
+NORMS = ("layernorm", "rmsnorm")
+NORM_PLACEMENTS = ("pre", "post")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
+GATED_ACTIVATIONS = ("swiglu", "geglu")
+ROPE_STYLES = ("rotate_half", "interleaved")
+ROPE_SCALINGS = ("none", "linear", "ntk")
+SINUSOIDAL_STYLES = ("interleaved", "halved")
+INITS = ("gpt2", "xavier")
+DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of a transformer, from GPT-2 to Llama, BERT, T5 and the original.
+
+    Defaults describe a small GPT-2-style decoder. Optional sizes left as ``None`` are
+    derived in ``__post_init__``: ``n_kv_heads = n_heads`` (multi-head attention),
+    ``d_head = d_model // n_heads``, ``d_ff = 4 * d_model``,
+    ``n_decoder_layers = n_layers``.
+    """
+
+    family: str = "decoder"
+    # sizes
+    vocab_size: int = 256
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int | None = None  # < n_heads: grouped-query; 1: multi-query
+    d_head: int | None = None
+    d_ff: int | None = None
+    max_seq_len: int = 256
+    n_decoder_layers: int | None = None  # encoder_decoder only
+    type_vocab_size: int = 0  # BERT segment embeddings; 0 = none
+    # positions
+    positions: str = "learned"
+    sinusoidal_style: str = "interleaved"  # "halved": sin in the first half (Marian)
+    rope_base: float = 10000.0
+    rope_style: str = "rotate_half"  # GPT-NeoX / Llama; "interleaved" is GPT-J
+    rope_scaling: str = "none"
+    rope_scaling_factor: float = 1.0
+    relative_buckets: int = 32  # T5 relative position bias
+    relative_max_distance: int = 128
+    # attention
+    attn_scale: float | None = None  # None = 1/sqrt(d_head); T5 uses 1.0
+    attn_window: int | None = None  # sliding window: attend to the last `window` keys
+    qkv_bias: bool = True
+    out_bias: bool = True
+    # feed-forward
+    activation: str = "gelu_tanh"
+    ffn_bias: bool = True
+    # normalization
+    norm: str = "layernorm"
+    norm_placement: str = "pre"
+    norm_eps: float = 1e-5
+    embed_norm: bool = False  # LayerNorm right after the embeddings (BERT)
+    # embeddings and head
+    embed_scale: bool = False  # multiply token embeddings by sqrt(d_model) (original)
+    tie_embeddings: bool = True
+    lm_head_bias: bool = False
+    pooler: bool = False  # BERT's tanh pooler on the first token (encoder only)
+    # dropout
+    embed_dropout: float = 0.0
+    attn_dropout: float = 0.0
+    resid_dropout: float = 0.0
+    ffn_dropout: float = 0.0
+    # initialization
+    init: str = "gpt2"
+    init_std: float = 0.02
+    # special token ids, used by generation
+    pad_token_id: int | None = None
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    decoder_start_token_id: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        fill = {
+            "n_kv_heads": self.n_heads,
+            "d_head": None if self.d_head else self._derived_d_head(),
+            "d_ff": 4 * self.d_model,
+            "n_decoder_layers": self.n_layers,
+        }
+        for name, value in fill.items():
+            if getattr(self, name) is None and value is not None:
+                object.__setattr__(self, name, value)
+        self._validate()
+
+    def _derived_d_head(self) -> int:
+        if self.n_heads > 0 and self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} must be divisible by n_heads={self.n_heads} "
+                "(or set d_head explicitly)"
+            )
+        return self.d_model // max(self.n_heads, 1)
+
+    def _validate(self) -> None:
+        choices = {
+            "family": FAMILIES,
+            "positions": POSITIONS,
+            "norm": NORMS,
+            "norm_placement": NORM_PLACEMENTS,
+            "activation": ACTIVATIONS,
+            "rope_style": ROPE_STYLES,
+            "rope_scaling": ROPE_SCALINGS,
+            "sinusoidal_style": SINUSOIDAL_STYLES,
+            "init": INITS,
+        }
+        for name, allowed in choices.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(
+                    f"{name}={value!r} is not supported; allowed values: "
+                    + ", ".join(repr(a) for a in allowed)
+                )
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
+                     "d_head", "d_ff", "max_seq_len", "n_decoder_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_heads={self.n_heads} must be divisible by n_kv_heads={self.n_kv_heads} "
+                "(each kv head serves a whole group of query heads)"
+            )
+        if self.positions == "rope" and self.d_head % 2:
+            raise ValueError(f"positions='rope' needs an even d_head, got d_head={self.d_head}")
+        if self.positions == "sinusoidal" and self.d_model % 2:
+            raise ValueError(
+                f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}"
+            )
+        for name in DROPOUT_FIELDS:
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name}={value} must lie in [0, 1)")
+        if self.rope_scaling != "none" and self.rope_scaling_factor < 1.0:
+            raise ValueError(
+                f"rope_scaling_factor={self.rope_scaling_factor} must be >= 1 "
+                f"when rope_scaling={self.rope_scaling!r}"
+            )
+        if self.attn_window is not None and self.attn_window < 1:
+            raise ValueError(f"attn_window={self.attn_window} must be a positive integer or None")
+        if self.norm_eps <= 0:
+            raise ValueError(f"norm_eps={self.norm_eps} must be positive")
+        if self.type_vocab_size and self.family == "encoder_decoder":
+            raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
+        if self.pooler and self.family != "encoder":
+            raise ValueError(f"pooler=True is only for family='encoder', not {self.family!r}")
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}={value} must lie in [0, vocab_size={self.vocab_size})")
+
+    # derived views ---------------------------------------------------------------
+    @property
+    def gated(self) -> bool:
+        """Whether the FFN has a gate matrix (SwiGLU, GeGLU: three matrices)."""
+        return self.activation in GATED_ACTIVATIONS
+
+    @property
+    def causal(self) -> bool:
+        """Whether the (first) stack masks the future: decoders do, encoders don't."""
+        return self.family == "decoder"
+
+    # serialization ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown ModelConfig field(s): {', '.join(unknown)}; known fields: "
+                + ", ".join(sorted(known))
+            )
+        return cls(**data)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        if path is not None:
+            from glassformer.atomic import write_text_atomic
+
+            write_text_atomic(Path(path), text + "\n")
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> ModelConfig:
+        text = str(text_or_path)
+        if not text.lstrip().startswith("{"):
+            text = Path(text_or_path).read_text()
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with some fields changed (validated like any new config)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,46 @@
+"""Decoder-only language model: GPT-2 style through Llama style, by configuration.
+
+    logits = LM_head(final_norm(blocks(embed(ids))))        causal self-attention only
+
+GPT-2: learned positions, LayerNorm pre-norm, GELU (tanh), biases, tied head.
+Llama: RoPE, RMSNorm pre-norm, SwiGLU, no biases, grouped-query attention.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from glassformer.config import ModelConfig
+from glassformer.models.base import TransformerModel
+from glassformer.models.stack import TransformerStack
+from glassformer.nn.hooks import HookPoint
+from glassformer.nn.init import init_weights
+from glassformer.nn.kv_cache import KVCache
+
+
+class DecoderLM(TransformerStack, TransformerModel):
+    """Causal LM.  input_ids b t -> logits b t v.  Trace names: see DESIGN.md."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        token = nn.Embedding(config.vocab_size, config.d_model)
+        super().__init__(config, token, n_layers=config.n_layers, causal=True)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
+        self.hook_logits = HookPoint("logits")
+        init_weights(self, config)
+        if config.tie_embeddings:
+            self.lm_head.weight = token.weight  # W_U = E^T (Press & Wolf, 2017)
+        self._finish()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Next-token logits at every position: b t -> b t v."""
+        self.check_ids(input_ids)
+        x = super().forward(input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache)
+        return self.hook_logits(self.lm_head(x))  # b t v

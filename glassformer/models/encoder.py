@@ -1,0 +1,91 @@
+"""Encoder-only model, BERT style: bidirectional attention, masked-LM head, pooling.
+
+    hidden = blocks(embed(ids, segments))                    no causal mask
+    MLM logits = W_E^T . LN(act(W_t hidden + b_t)) + b       (BERT's prediction head)
+    pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optional)
+    mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from glassformer.config import ModelConfig
+from glassformer.models.base import TransformerModel
+from glassformer.models.stack import TransformerStack
+from glassformer.nn.ffn import ACTIVATION_FNS
+from glassformer.nn.hooks import HookPoint
+from glassformer.nn.init import init_weights
+from glassformer.nn.norms import make_norm
+
+POOLINGS = ("mean", "cls", "pooler")
+
+
+class MLMHead(nn.Module):
+    """Transform (dense, activation, norm) then project to the vocabulary.  b t d -> b t v."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.d_model, config.d_model)
+        self.act_fn = ACTIVATION_FNS[config.activation]
+        self.norm = make_norm(config)
+        self.decoder = nn.Linear(config.d_model, config.vocab_size, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.norm(self.act_fn(self.dense(x))))
+
+
+class EncoderModel(TransformerStack, TransformerModel):
+    """BERT-style encoder.  ``forward`` gives MLM logits b t v; ``encode`` the hidden states."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        token = nn.Embedding(config.vocab_size, config.d_model)
+        super().__init__(config, token, n_layers=config.n_layers, causal=False)
+        self.mlm_head = MLMHead(config)
+        self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
+        self.hook_logits = HookPoint("logits")
+        init_weights(self, config)
+        if config.tie_embeddings:
+            self.mlm_head.decoder.weight = token.weight
+        self._finish()
+
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Contextual token vectors: b t -> b t d."""
+        self.check_ids(input_ids)
+        return TransformerStack.forward(self, input_ids, attention_mask, token_type_ids=token_type_ids)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Masked-LM logits at every position: b t -> b t v."""
+        return self.hook_logits(self.mlm_head(self.encode(input_ids, attention_mask, token_type_ids)))
+
+    def pool(
+        self,
+        hidden: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        mode: str = "mean",
+    ) -> torch.Tensor:
+        """One vector per sequence: b t d -> b d (``mean`` over real tokens, ``cls``, ``pooler``)."""
+        if mode == "mean":
+            if attention_mask is None:
+                return hidden.mean(dim=1)
+            weights = attention_mask.to(hidden.dtype).unsqueeze(-1)  # b t 1
+            return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        if mode == "cls":
+            return hidden[:, 0]
+        if mode == "pooler":
+            if self.pooler is None:
+                raise ValueError("this model has no pooler (config.pooler=False); use mode='mean' or 'cls'")
+            return torch.tanh(self.pooler(hidden[:, 0]))
+        raise ValueError(f"mode={mode!r}; allowed values: {', '.join(POOLINGS)}")

@@ -1,0 +1,110 @@
+"""A stack of blocks with its embeddings: the body shared by every model family.
+
+``TransformerStack`` turns token ids into the final residual stream::
+
+    ids -> Embeddings -> Block 0 -> ... -> Block n-1 -> final norm (pre-norm only)
+
+It owns what all its blocks share: the positions of the tokens, the attention masks,
+the RoPE rotation and the ALiBi / T5 position bias (computed once per forward pass,
+not once per layer).
+
+Positions come from the attention mask when one is given, ``pos = cumsum(mask) - 1``,
+so a left-padded prompt's first real token has position 0 as it would alone; with no
+mask, positions continue from the KV cache: ``past, past + 1, ...``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from glassformer.config import ModelConfig
+from glassformer.nn.blocks import Block
+from glassformer.nn.embeddings import Embeddings
+from glassformer.nn.hooks import HookPoint
+from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.masks import AttentionMask, build_mask
+from glassformer.nn.norms import make_norm
+from glassformer.nn.positions import AlibiBias, RotaryEmbedding, T5RelativeBias
+
+
+class TransformerStack(nn.Module):
+    """Embeddings, n blocks and the final norm.  b t ids -> b t d."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        token: nn.Embedding,
+        *,
+        n_layers: int,
+        causal: bool,
+        cross: bool = False,
+    ) -> None:
+        super().__init__()
+        self.config, self.causal = config, causal
+        self.embed = Embeddings(config, token)
+        self.blocks = nn.ModuleList(Block(config, i, cross=cross) for i in range(n_layers))
+        pre_norm = config.norm_placement == "pre"
+        # Post-norm blocks already end in a norm; the name still exists on every model.
+        self.final_norm = make_norm(config) if pre_norm else nn.Identity()
+        self.hook_final_norm = HookPoint("final_norm")
+        self.rotary = RotaryEmbedding(config) if config.positions == "rope" else None
+        self.alibi = AlibiBias(config.n_heads) if config.positions == "alibi" else None
+        self.relative_bias = (
+            T5RelativeBias(config, bidirectional=not causal) if config.positions == "t5_relative" else None
+        )
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        token_type_ids: torch.Tensor | None = None,
+        cache: KVCache | None = None,
+        context: torch.Tensor | None = None,
+        context_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """input_ids: b t; attention_mask: b s (1 = token, 0 = padding) over cache + new.
+
+        ``context`` (b s_enc d) and ``context_mask`` (b s_enc) feed cross-attention.
+        """
+        b, t = input_ids.shape
+        past = cache.length if cache is not None else 0
+        s = past + t
+        device = input_ids.device
+        if attention_mask is not None:
+            k_positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # b s
+        else:
+            k_positions = torch.arange(s, device=device).expand(b, s)  # b s
+        q_positions = k_positions[:, past:]  # b t
+        self._check_positions(q_positions)
+
+        mask = build_mask(
+            t=t, s=s, causal=self.causal, key_padding=attention_mask,
+            window=self.config.attn_window, device=device,
+        )
+        bias = None
+        if self.alibi is not None:
+            bias = self.alibi(q_positions, k_positions)  # b h t s
+        elif self.relative_bias is not None:
+            bias = self.relative_bias(q_positions, k_positions)  # b h t s
+        x = self.embed(input_ids, q_positions, token_type_ids)  # b t d
+        rope = self.rotary(q_positions, x.dtype) if self.rotary is not None else None
+        cross_mask = None
+        if context is not None:
+            cross_mask = AttentionMask(None)
+            if context_mask is not None:
+                cross_mask = AttentionMask(context_mask.bool()[:, None, None, :], may_empty_rows=True)
+        for block in self.blocks:
+            x = block(x, mask, bias=bias, rope=rope, cache=cache, context=context, context_mask=cross_mask)
+        if cache is not None:
+            cache.advance(t)
+        return self.hook_final_norm(self.final_norm(x))
+
+    def _check_positions(self, positions: torch.Tensor) -> None:
+        limit = self.config.max_seq_len
+        if self.config.positions == "learned" and positions.numel() and int(positions.max()) >= limit:
+            raise ValueError(
+                f"sequence of {int(positions.max()) + 1} tokens exceeds max_seq_len={limit} of this "
+                "model (learned positions cannot extrapolate); pass a shorter input"
+            )

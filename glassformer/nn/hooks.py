@@ -1,0 +1,131 @@
+"""Hook points: every named activation of the trace contract passes through one.
+
+A `HookPoint` is a plain callable (not an ``nn.Module``) so that an unused one costs a
+single attribute check: ``x = self.hook_q(x)`` returns ``x`` untouched when nothing is
+attached. A hook function receives ``(tensor, name)`` and may return a replacement
+tensor (ablation, patching) or ``None`` to leave the value as it is.
+
+Modules declare their points with `HookPoint("q")`; `name_hook_points(model)` gives
+each point its full dotted name from the module tree (``blocks.0.attn.q``), so the
+names follow the model's structure and never drift from it.
+
+>>> import torch
+>>> point = HookPoint("q")
+>>> point(torch.ones(2)).tolist()
+[1.0, 1.0]
+>>> point.add(lambda x, name: x * 0)
+>>> point(torch.ones(2)).tolist()
+[0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+from collections.abc import Callable, Iterator, Mapping
+
+import torch
+from torch import nn
+
+HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
+
+
+class HookPoint:
+    """One named activation. Calling it runs the attached hooks, in order."""
+
+    __slots__ = ("local", "name", "fns")
+
+    def __init__(self, local: str) -> None:
+        self.local = local  # name inside its module, e.g. "q"
+        self.name = local  # full dotted name once the model names its points
+        self.fns: list[HookFn] = []
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.fns:
+            return x
+        for fn in self.fns:
+            out = fn(x, self.name)
+            if out is not None:
+                if out.shape != x.shape:
+                    raise ValueError(
+                        f"hook on {self.name!r} returned shape {tuple(out.shape)}, "
+                        f"expected {tuple(x.shape)}"
+                    )
+                x = out
+        return x
+
+    @property
+    def active(self) -> bool:
+        return bool(self.fns)
+
+    def add(self, fn: HookFn) -> None:
+        self.fns.append(fn)
+
+    def remove(self, fn: HookFn) -> None:
+        self.fns.remove(fn)
+
+    def __repr__(self) -> str:
+        return f"HookPoint({self.name!r}, hooks={len(self.fns)})"
+
+
+def _local_points(module: nn.Module) -> Iterator[HookPoint]:
+    for value in vars(module).values():
+        if isinstance(value, HookPoint):
+            yield value
+
+
+# Forward-pass order of the name segments, so that names list as the data flows.
+_FORWARD_ORDER = {
+    segment: rank
+    for rank, segment in enumerate(
+        "encoder decoder embed tokens positions blocks attn resid_mid cross_attn resid_cross "
+        "ffn resid_post in q k v scores pattern z hidden act out final_norm logits".split()
+    )
+}
+
+
+def _forward_rank(name: str) -> tuple[int, ...]:
+    return tuple(int(seg) if seg.isdigit() else _FORWARD_ORDER.get(seg, 99) for seg in name.split("."))
+
+
+def name_hook_points(model: nn.Module) -> dict[str, HookPoint]:
+    """Give every hook point its full dotted name; return them by name, in forward order."""
+    points: dict[str, HookPoint] = {}
+    for prefix, module in model.named_modules():
+        for point in _local_points(module):
+            point.name = f"{prefix}.{point.local}" if prefix else point.local
+            points[point.name] = point
+    return {name: points[name] for name in sorted(points, key=_forward_rank)}
+
+
+def select(points: Mapping[str, HookPoint], patterns: str | list[str]) -> list[str]:
+    """Names matching any glob pattern (``blocks.*.attn.pattern``); unknown ones fail."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    chosen: list[str] = []
+    for pattern in patterns:
+        matched = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            sample = ", ".join(list(points)[:12])
+            raise KeyError(
+                f"no activation named {pattern!r} in this model; names look like: {sample}, "
+                "... (list them all with lm.activation_names())"
+            )
+        chosen.extend(n for n in matched if n not in chosen)
+    order = {name: i for i, name in enumerate(points)}
+    return sorted(chosen, key=order.__getitem__)
+
+
+@contextlib.contextmanager
+def attached(points: Mapping[str, HookPoint], hooks: Mapping[str, HookFn]) -> Iterator[None]:
+    """Attach ``{pattern: fn}`` for the duration of a ``with`` block, then detach."""
+    added: list[tuple[HookPoint, HookFn]] = []
+    try:
+        for pattern, fn in hooks.items():
+            for name in select(points, pattern):
+                points[name].add(fn)
+                added.append((points[name], fn))
+        yield
+    finally:
+        for point, fn in added:
+            point.remove(fn)
