@@ -25,8 +25,8 @@ FAMILIES = ("decoder", "encoder", "encoder_decoder")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
 NORMS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
-GATED_ACTIVATIONS = ("swiglu", "geglu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
+GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 ROPE_STYLES = ("rotate_half", "interleaved")
 ROPE_SCALINGS = ("none", "linear", "ntk")
 SINUSOIDAL_STYLES = ("interleaved", "halved")
@@ -82,6 +82,8 @@ class ModelConfig:
     embed_scale: bool = False  # multiply token embeddings by sqrt(d_model) (original)
     tie_embeddings: bool = True
     lm_head_bias: bool = False
+    lm_head_input_scale: float = 1.0  # T5 with tied embeddings: d_model**-0.5
+    mlm_head: bool = True  # encoder only: masked-LM head (absent in sentence encoders)
     pooler: bool = False  # BERT's tanh pooler on the first token (encoder only)
     # dropout
     embed_dropout: float = 0.0

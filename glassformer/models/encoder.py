@@ -42,11 +42,11 @@ class EncoderModel(TransformerStack, TransformerModel):
     def __init__(self, config: ModelConfig) -> None:
         token = nn.Embedding(config.vocab_size, config.d_model)
         super().__init__(config, token, n_layers=config.n_layers, causal=False)
-        self.mlm_head = MLMHead(config)
+        self.mlm_head = MLMHead(config) if config.mlm_head else None
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
-        if config.tie_embeddings:
+        if config.tie_embeddings and self.mlm_head is not None:
             self.mlm_head.decoder.weight = token.weight
         self._finish()
 
@@ -68,6 +68,11 @@ class EncoderModel(TransformerStack, TransformerModel):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Masked-LM logits at every position: b t -> b t v."""
+        if self.mlm_head is None:
+            raise ValueError(
+                "this encoder has no masked-LM head (config.mlm_head=False): use encode() for "
+                "token vectors or pool() / LanguageModel.embed() for sentence embeddings"
+            )
         return self.hook_logits(self.mlm_head(self.encode(input_ids, attention_mask, token_type_ids)))
 
     def pool(

@@ -66,6 +66,8 @@ class EncoderDecoderLM(TransformerModel):
         x = self.decoder(
             decoder_input_ids, decoder_attention_mask, cache=cache, context=memory, context_mask=attention_mask
         )
+        if self.config.lm_head_input_scale != 1.0:
+            x = x * self.config.lm_head_input_scale
         return self.hook_logits(self.lm_head(x))  # b t v
 
     def forward(

@@ -30,6 +30,7 @@ ACTIVATION_FNS = {
     "silu": F.silu,
     "swiglu": F.silu,
     "geglu": F.gelu,
+    "geglu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # T5 v1.1 "gated-gelu"
 }
 
 

@@ -41,8 +41,8 @@ def sinusoidal_table(positions: torch.Tensor, d_model: int, style: str = "interl
     """PE for arbitrary (possibly fractional or batched) positions.  Shape: (...) -> (..., d)."""
     i = torch.arange(0, d_model, 2, dtype=torch.float32, device=positions.device)
     inv_freq = 1.0 / (10000.0 ** (i / d_model))  # d/2
-    angles = positions.float().unsqueeze(-1) * inv_freq  # ... d/2
-    sin, cos = torch.sin(angles), torch.cos(angles)
+    angles = positions.double().unsqueeze(-1) * inv_freq.double()  # ... d/2, float64 as Marian
+    sin, cos = torch.sin(angles).float(), torch.cos(angles).float()
     if style == "halved":
         return torch.cat([sin, cos], dim=-1)
     return torch.stack([sin, cos], dim=-1).flatten(-2)

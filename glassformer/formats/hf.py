@@ -1,0 +1,172 @@
+"""Hugging Face checkpoints -> Glassformer models, through one explicit key map per family.
+
+A family module (``hf_gpt2``, ``hf_llama``, ``hf_bert``, ``hf_t5``, ``hf_marian``) gives
+
+* ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
+* ``key_map(config, keys) -> list[Mapped]``: for each of our parameters, the checkpoint
+  tensor it comes from and how it is reshaped (transposed, split, squeezed);
+* ``IGNORED``: checkpoint tensors we deliberately do not use (each with its reason).
+
+`load_mapped` then checks everything: every one of our parameters is filled exactly
+once, every shape matches, and no checkpoint tensor is left unused unless ignored — so
+a checkpoint of another layout fails loudly instead of loading half a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from glassformer.models import TransformerModel, build
+
+Transform = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """Our parameter ``ours`` <- ``transform(checkpoint[theirs])``."""
+
+    ours: str
+    theirs: str
+    transform: Transform | None = None
+
+
+def rows(part: int, parts: int) -> Transform:
+    """Take one of ``parts`` equal blocks along dim 0 (fused q/k/v matrices)."""
+    return lambda w: w.chunk(parts, dim=0)[part]
+
+
+def conv1d(part: int = 0, parts: int = 1) -> Transform:
+    """GPT-2's Conv1D stores W as (in, out); ours are nn.Linear (out, in): transpose, split."""
+
+    def transform(w: torch.Tensor) -> torch.Tensor:
+        w = w.t() if w.dim() == 2 else w
+        return w.chunk(parts, dim=0)[part].contiguous()
+
+    return transform
+
+
+def _family(model_type: str):
+    from glassformer.formats import hf_bert, hf_gpt2, hf_llama, hf_marian, hf_t5
+
+    families = {
+        "gpt2": hf_gpt2,
+        "llama": hf_llama,
+        "mistral": hf_llama,
+        "qwen2": hf_llama,
+        "bert": hf_bert,
+        "t5": hf_t5,
+        "marian": hf_marian,
+    }
+    if model_type not in families:
+        raise ValueError(
+            f"Hugging Face model_type {model_type!r} is not supported; supported: "
+            + ", ".join(sorted(families))
+        )
+    return families[model_type]
+
+
+def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """(config dict, state dict) from an HF model object or a checkpoint directory."""
+    if hasattr(source, "state_dict") and hasattr(source, "config"):
+        return source.config.to_dict(), dict(source.state_dict())
+    directory = Path(source)
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"{str(source)!r} is neither a Hugging Face model object nor a checkpoint directory"
+        )
+    config_path = directory / "config.json"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{directory} has no config.json; is it a Hugging Face checkpoint directory?")
+    return json.loads(config_path.read_text()), _read_weights(directory)
+
+
+def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    index = directory / "model.safetensors.index.json"
+    if index.exists():
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        state: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            state.update(load_file(directory / shard))
+        return state
+    if (directory / "model.safetensors").exists():
+        return load_file(directory / "model.safetensors")
+    if (directory / "pytorch_model.bin").exists():
+        # weights_only: never unpickle arbitrary objects from a downloaded file.
+        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    raise FileNotFoundError(
+        f"{directory} holds no weights: expected model.safetensors, a sharded "
+        "model.safetensors.index.json, or pytorch_model.bin"
+    )
+
+
+def convert_hf(hf_config: dict[str, Any], state: dict[str, torch.Tensor]) -> TransformerModel:
+    """Build our model for an HF config and fill it from the HF state dict."""
+    family = _family(hf_config.get("model_type", "?"))
+    keys = set(state)
+    config = family.config_from_hf(hf_config, keys)
+    net = build(config)
+    if hasattr(family, "check"):
+        family.check(state, config)
+    load_mapped(net, state, family.key_map(config, keys), family.IGNORED)
+    return net.eval()
+
+
+def load_mapped(
+    net: torch.nn.Module, state: dict[str, torch.Tensor], mapping: list[Mapped], ignored: dict[str, str]
+) -> None:
+    """Copy checkpoint tensors into ``net`` by ``mapping``, asserting shapes and coverage."""
+    params = dict(net.named_parameters())  # tied weights appear once, under their first name
+    filled: set[str] = set()
+    used: set[str] = set()
+    for item in mapping:
+        if item.ours not in params:
+            raise KeyError(f"key map names {item.ours!r}, which this model does not have")
+        if item.theirs not in state:
+            raise KeyError(f"checkpoint has no tensor {item.theirs!r} (needed for {item.ours!r})")
+        tensor = state[item.theirs]
+        if item.transform is not None:
+            tensor = item.transform(tensor)
+        target = params[item.ours]
+        if tuple(tensor.shape) != tuple(target.shape):
+            raise ValueError(
+                f"shape mismatch: checkpoint {item.theirs!r} gives {tuple(tensor.shape)}, "
+                f"our {item.ours!r} needs {tuple(target.shape)}"
+            )
+        with torch.no_grad():
+            target.copy_(tensor.to(target.dtype))
+        filled.add(item.ours)
+        used.add(item.theirs)
+    missing = sorted(set(params) - filled)
+    if missing:
+        raise ValueError(f"the key map left these parameters unfilled: {', '.join(missing)}")
+    unused = sorted(k for k in set(state) - used if not any(re.fullmatch(p, k) for p in ignored))
+    if unused:
+        raise ValueError(f"checkpoint tensors not understood by the key map: {', '.join(unused[:10])}")
+
+
+def hf_activation(name: str) -> str:
+    """Our activation for an HF ``hidden_act`` / ``activation_function`` name."""
+    table = {
+        "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+        "relu": "relu", "silu": "silu", "swish": "silu",
+    }
+    if name not in table:
+        raise ValueError(f"activation {name!r} is not supported; supported: {', '.join(table)}")
+    return table[name]
+
+
+def special_id(hf: dict[str, Any], name: str) -> int | None:
+    """A special-token id, or None when absent or outside the vocabulary (tiny test configs)."""
+    value = hf.get(name)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value if value is not None and 0 <= value < hf["vocab_size"] else None

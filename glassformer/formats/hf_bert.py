@@ -1,0 +1,90 @@
+"""Key map for Hugging Face BERT (``BertForMaskedLM``, ``BertModel``, sentence encoders).
+
+BERT is post-norm with a LayerNorm on the embeddings; q/k/v/out are separate Linears.
+Checkpoints with a ``bert.`` prefix carry the MLM head (``cls.predictions``); bare
+``BertModel`` ones (all-MiniLM-L6-v2) have none, and usually a pooler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf import Mapped, hf_activation, special_id
+
+IGNORED = {
+    r"(bert\.)?embeddings\.position_ids": "an arange buffer",
+    r"cls\.predictions\.decoder\.weight": "tied to the token embedding",
+    r"cls\.predictions\.decoder\.bias": "the same tensor as cls.predictions.bias",
+    r"cls\.seq_relationship\..*": "next-sentence-prediction head, not used",
+}
+
+
+def _prefix(keys: set[str]) -> str:
+    return "bert." if "bert.embeddings.word_embeddings.weight" in keys else ""
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"BERT position_embedding_type={hf['position_embedding_type']!r} is not supported")
+    p = _prefix(keys)
+    return ModelConfig(
+        family="encoder",
+        vocab_size=hf["vocab_size"],
+        d_model=hf["hidden_size"],
+        n_layers=hf["num_hidden_layers"],
+        n_heads=hf["num_attention_heads"],
+        d_ff=hf["intermediate_size"],
+        max_seq_len=hf["max_position_embeddings"],
+        type_vocab_size=hf.get("type_vocab_size", 2),
+        positions="learned",
+        activation=hf_activation(hf.get("hidden_act", "gelu")),
+        norm="layernorm",
+        norm_placement="post",
+        norm_eps=hf.get("layer_norm_eps", 1e-12),
+        embed_norm=True,
+        tie_embeddings=True,
+        mlm_head="cls.predictions.transform.dense.weight" in keys,
+        pooler=f"{p}pooler.dense.weight" in keys,
+        pad_token_id=special_id(hf, "pad_token_id"),
+    )
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    p = _prefix(keys)
+    e = f"{p}embeddings"
+    out = [
+        Mapped("embed.token.weight", f"{e}.word_embeddings.weight"),
+        Mapped("embed.position.weight", f"{e}.position_embeddings.weight"),
+        Mapped("embed.token_type.weight", f"{e}.token_type_embeddings.weight"),
+        Mapped("embed.norm.weight", f"{e}.LayerNorm.weight"),
+        Mapped("embed.norm.bias", f"{e}.LayerNorm.bias"),
+    ]
+    for i in range(config.n_layers):
+        ours, theirs = f"blocks.{i}", f"{p}encoder.layer.{i}"
+        for kind in ("weight", "bias"):
+            out += [
+                Mapped(f"{ours}.attn.q_proj.{kind}", f"{theirs}.attention.self.query.{kind}"),
+                Mapped(f"{ours}.attn.k_proj.{kind}", f"{theirs}.attention.self.key.{kind}"),
+                Mapped(f"{ours}.attn.v_proj.{kind}", f"{theirs}.attention.self.value.{kind}"),
+                Mapped(f"{ours}.attn.o_proj.{kind}", f"{theirs}.attention.output.dense.{kind}"),
+                Mapped(f"{ours}.attn_norm.{kind}", f"{theirs}.attention.output.LayerNorm.{kind}"),
+                Mapped(f"{ours}.ffn.up_proj.{kind}", f"{theirs}.intermediate.dense.{kind}"),
+                Mapped(f"{ours}.ffn.down_proj.{kind}", f"{theirs}.output.dense.{kind}"),
+                Mapped(f"{ours}.ffn_norm.{kind}", f"{theirs}.output.LayerNorm.{kind}"),
+            ]
+    if config.mlm_head:
+        head = "cls.predictions"
+        out += [
+            Mapped("mlm_head.dense.weight", f"{head}.transform.dense.weight"),
+            Mapped("mlm_head.dense.bias", f"{head}.transform.dense.bias"),
+            Mapped("mlm_head.norm.weight", f"{head}.transform.LayerNorm.weight"),
+            Mapped("mlm_head.norm.bias", f"{head}.transform.LayerNorm.bias"),
+            Mapped("mlm_head.decoder.bias", f"{head}.bias"),
+        ]
+    if config.pooler:
+        out += [
+            Mapped("pooler.weight", f"{p}pooler.dense.weight"),
+            Mapped("pooler.bias", f"{p}pooler.dense.bias"),
+        ]
+    return out

@@ -1,0 +1,91 @@
+"""Key map for Hugging Face Llama-family decoders (``LlamaForCausalLM``; Mistral, Qwen2).
+
+Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf import Mapped, hf_activation, special_id
+
+IGNORED = {
+    r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq": "recomputed from rope_base",
+    r"lm_head\.weight": "tied to the token embedding when tie_word_embeddings is true",
+}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    scaling, factor = "none", 1.0
+    rope_scaling = hf.get("rope_scaling")
+    if rope_scaling:
+        kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
+        if kind != "linear":
+            raise ValueError(f"rope_scaling type {kind!r} is not supported (only 'linear')")
+        scaling, factor = "linear", float(rope_scaling["factor"])
+    if hf.get("sliding_window") and hf.get("use_sliding_window", hf["model_type"] == "mistral"):
+        window = hf["sliding_window"]
+    else:
+        window = None
+    qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
+    n_heads = hf["num_attention_heads"]
+    return ModelConfig(
+        family="decoder",
+        vocab_size=hf["vocab_size"],
+        d_model=hf["hidden_size"],
+        n_layers=hf["num_hidden_layers"],
+        n_heads=n_heads,
+        n_kv_heads=hf.get("num_key_value_heads") or n_heads,
+        d_head=hf.get("head_dim") or hf["hidden_size"] // n_heads,
+        d_ff=hf["intermediate_size"],
+        max_seq_len=hf.get("max_position_embeddings", 2048),
+        positions="rope",
+        rope_base=float(hf.get("rope_theta", 10000.0)),
+        rope_style="rotate_half",
+        rope_scaling=scaling,
+        rope_scaling_factor=factor,
+        attn_window=window,
+        qkv_bias=qkv_bias,
+        out_bias=bool(hf.get("attention_bias", False)),
+        activation={"silu": "swiglu", "gelu_tanh": "geglu_tanh", "gelu": "geglu"}[
+            hf_activation(hf.get("hidden_act", "silu"))
+        ],
+        ffn_bias=bool(hf.get("mlp_bias", False)),
+        norm="rmsnorm",
+        norm_placement="pre",
+        norm_eps=hf.get("rms_norm_eps", 1e-6),
+        tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+        bos_token_id=special_id(hf, "bos_token_id"),
+        eos_token_id=special_id(hf, "eos_token_id"),
+        pad_token_id=special_id(hf, "pad_token_id"),
+    )
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    out = [
+        Mapped("embed.token.weight", "model.embed_tokens.weight"),
+        Mapped("final_norm.weight", "model.norm.weight"),
+    ]
+    if not config.tie_embeddings:
+        out.append(Mapped("lm_head.weight", "lm_head.weight"))
+    for i in range(config.n_layers):
+        ours, theirs = f"blocks.{i}", f"model.layers.{i}"
+        out += [
+            Mapped(f"{ours}.attn_norm.weight", f"{theirs}.input_layernorm.weight"),
+            Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.post_attention_layernorm.weight"),
+            Mapped(f"{ours}.ffn.gate_proj.weight", f"{theirs}.mlp.gate_proj.weight"),
+            Mapped(f"{ours}.ffn.up_proj.weight", f"{theirs}.mlp.up_proj.weight"),
+            Mapped(f"{ours}.ffn.down_proj.weight", f"{theirs}.mlp.down_proj.weight"),
+        ]
+        for name in "qkvo":
+            out.append(Mapped(f"{ours}.attn.{name}_proj.weight", f"{theirs}.self_attn.{name}_proj.weight"))
+        if config.qkv_bias:
+            out += [Mapped(f"{ours}.attn.{n}_proj.bias", f"{theirs}.self_attn.{n}_proj.bias") for n in "qkv"]
+        if config.out_bias:
+            out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{theirs}.self_attn.o_proj.bias"))
+        if config.ffn_bias:
+            out += [
+                Mapped(f"{ours}.ffn.{n}_proj.bias", f"{theirs}.mlp.{n}_proj.bias") for n in ("gate", "up", "down")
+            ]
+    return out

@@ -1,0 +1,97 @@
+"""Key map for Hugging Face Marian (``MarianMTModel``): the original Transformer layout.
+
+Post-norm LayerNorm, sinusoidal positions with every sine before every cosine
+("halved"), token embeddings scaled by sqrt(d) when ``scale_embedding``, biases
+everywhere, and a fixed ``final_logits_bias`` added to the logits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf import Mapped, hf_activation, special_id
+from glassformer.nn.positions import sinusoidal_table
+
+IGNORED = {
+    r"model\.(encoder|decoder)\.embed_tokens\.weight": "the same tensor as model.shared.weight",
+    r"model\.(encoder|decoder)\.embed_positions\.weight": "fixed sinusoids, recomputed (checked)",
+    r"lm_head\.weight": "tied to model.shared.weight",
+}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    pairs = [("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")]
+    for enc, dec in pairs:
+        if hf[enc] != hf[dec]:
+            raise ValueError(f"Marian with {enc}={hf[enc]} != {dec}={hf[dec]} is not supported")
+    if not hf.get("share_encoder_decoder_embeddings", True) or not hf.get("tie_word_embeddings", True):
+        raise ValueError("Marian without shared, tied embeddings is not supported")
+    pad = special_id(hf, "pad_token_id")
+    start = special_id(hf, "decoder_start_token_id")
+    return ModelConfig(
+        family="encoder_decoder",
+        vocab_size=hf["vocab_size"],
+        d_model=hf["d_model"],
+        n_layers=hf["encoder_layers"],
+        n_decoder_layers=hf["decoder_layers"],
+        n_heads=hf["encoder_attention_heads"],
+        d_ff=hf["encoder_ffn_dim"],
+        max_seq_len=hf["max_position_embeddings"],
+        positions="sinusoidal",
+        sinusoidal_style="halved",
+        activation=hf_activation(hf.get("activation_function", "swish")),
+        norm="layernorm",
+        norm_placement="post",
+        norm_eps=1e-5,
+        embed_scale=bool(hf.get("scale_embedding", False)),
+        tie_embeddings=True,
+        lm_head_bias=True,
+        pad_token_id=pad,
+        eos_token_id=special_id(hf, "eos_token_id"),
+        decoder_start_token_id=start if start is not None else pad,  # Marian starts from <pad>
+    )
+
+
+def check(state: dict[str, torch.Tensor], config: ModelConfig) -> None:
+    """The ignored position tables must be the sinusoids we recompute."""
+    for stack in ("encoder", "decoder"):
+        table = state.get(f"model.{stack}.embed_positions.weight")
+        if table is None:
+            continue
+        ours = sinusoidal_table(torch.arange(table.shape[0]), config.d_model, "halved")
+        if not torch.allclose(table.float(), ours, atol=1e-4):
+            raise ValueError(f"model.{stack}.embed_positions.weight is not the expected sinusoidal table")
+
+
+def _attention(ours: str, theirs: str) -> list[Mapped]:
+    names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
+    return [
+        Mapped(f"{ours}.{n}_proj.{kind}", f"{theirs}.{hf_name}.{kind}")
+        for n, hf_name in names.items()
+        for kind in ("weight", "bias")
+    ]
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    out = [
+        Mapped("shared.weight", "model.shared.weight"),
+        Mapped("lm_head.bias", "final_logits_bias", lambda b: b.reshape(-1)),
+    ]
+    for stack, n_layers in (("encoder", config.n_layers), ("decoder", config.n_decoder_layers)):
+        for i in range(n_layers):
+            ours, theirs = f"{stack}.blocks.{i}", f"model.{stack}.layers.{i}"
+            out += _attention(f"{ours}.attn", f"{theirs}.self_attn")
+            norms = [("attn_norm", "self_attn_layer_norm"), ("ffn_norm", "final_layer_norm")]
+            if stack == "decoder":
+                out += _attention(f"{ours}.cross_attn", f"{theirs}.encoder_attn")
+                norms.append(("cross_norm", "encoder_attn_layer_norm"))
+            for kind in ("weight", "bias"):
+                out += [Mapped(f"{ours}.{a}.{kind}", f"{theirs}.{b}.{kind}") for a, b in norms]
+                out += [
+                    Mapped(f"{ours}.ffn.up_proj.{kind}", f"{theirs}.fc1.{kind}"),
+                    Mapped(f"{ours}.ffn.down_proj.{kind}", f"{theirs}.fc2.{kind}"),
+                ]
+    return out

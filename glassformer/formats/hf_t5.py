@@ -1,0 +1,100 @@
+"""Key map for Hugging Face T5 (``T5ForConditionalGeneration``), v1.0 and v1.1 / Flan.
+
+T5: RMSNorm pre-norm, no biases, no 1/sqrt(d_k) (folded into the init), a relative
+position bias learned in layer 0 of each stack and shared by all its layers, ReLU or
+gated-GELU feed-forward. With tied embeddings the decoder output is scaled by
+d_model^-0.5 before the LM head.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf import Mapped, special_id
+
+IGNORED = {
+    r"(encoder|decoder)\.embed_tokens\.weight": "the same tensor as shared.weight",
+    r"lm_head\.weight": "tied to shared.weight when tie_word_embeddings is true",
+}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    projection = hf.get("feed_forward_proj", "relu")
+    activations = {"relu": "relu", "gated-gelu": "geglu_tanh", "gated-relu": None, "gelu": "gelu"}
+    activation = activations.get(projection)
+    if activation is None:
+        raise ValueError(f"T5 feed_forward_proj={projection!r} is not supported; supported: relu, gelu, gated-gelu")
+    tied = bool(hf.get("tie_word_embeddings", True))
+    pad = special_id(hf, "pad_token_id")
+    start = special_id(hf, "decoder_start_token_id")
+    return ModelConfig(
+        family="encoder_decoder",
+        vocab_size=hf["vocab_size"],
+        d_model=hf["d_model"],
+        n_layers=hf["num_layers"],
+        n_decoder_layers=hf.get("num_decoder_layers") or hf["num_layers"],
+        n_heads=hf["num_heads"],
+        d_head=hf["d_kv"],
+        d_ff=hf["d_ff"],
+        max_seq_len=hf.get("n_positions", 512),
+        positions="t5_relative",
+        relative_buckets=hf.get("relative_attention_num_buckets", 32),
+        relative_max_distance=hf.get("relative_attention_max_distance", 128),
+        attn_scale=1.0,
+        qkv_bias=False,
+        out_bias=False,
+        activation=activation,
+        ffn_bias=False,
+        norm="rmsnorm",
+        norm_placement="pre",
+        norm_eps=hf.get("layer_norm_epsilon", 1e-6),
+        tie_embeddings=tied,
+        lm_head_input_scale=hf["d_model"] ** -0.5 if tied else 1.0,
+        pad_token_id=pad,
+        eos_token_id=special_id(hf, "eos_token_id"),
+        decoder_start_token_id=start if start is not None else pad,  # T5 starts from <pad>
+    )
+
+
+def _ffn(config: ModelConfig, ours: str, theirs: str) -> list[Mapped]:
+    if config.gated:
+        return [
+            Mapped(f"{ours}.gate_proj.weight", f"{theirs}.wi_0.weight"),
+            Mapped(f"{ours}.up_proj.weight", f"{theirs}.wi_1.weight"),
+            Mapped(f"{ours}.down_proj.weight", f"{theirs}.wo.weight"),
+        ]
+    return [
+        Mapped(f"{ours}.up_proj.weight", f"{theirs}.wi.weight"),
+        Mapped(f"{ours}.down_proj.weight", f"{theirs}.wo.weight"),
+    ]
+
+
+def _attention(ours: str, theirs: str) -> list[Mapped]:
+    return [Mapped(f"{ours}.{n}_proj.weight", f"{theirs}.{n}.weight") for n in "qkvo"]
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    out = [Mapped("shared.weight", "shared.weight")]
+    if not config.tie_embeddings:
+        out.append(Mapped("lm_head.weight", "lm_head.weight"))
+    stacks = (("encoder", config.n_layers), ("decoder", config.n_decoder_layers))
+    for stack, n_layers in stacks:
+        out += [
+            Mapped(
+                f"{stack}.relative_bias.weight",
+                f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+            ),
+            Mapped(f"{stack}.final_norm.weight", f"{stack}.final_layer_norm.weight"),
+        ]
+        for i in range(n_layers):
+            ours, theirs = f"{stack}.blocks.{i}", f"{stack}.block.{i}.layer"
+            ffn_layer = 2 if stack == "decoder" else 1
+            out += _attention(f"{ours}.attn", f"{theirs}.0.SelfAttention")
+            out += [Mapped(f"{ours}.attn_norm.weight", f"{theirs}.0.layer_norm.weight")]
+            if stack == "decoder":
+                out += _attention(f"{ours}.cross_attn", f"{theirs}.1.EncDecAttention")
+                out += [Mapped(f"{ours}.cross_norm.weight", f"{theirs}.1.layer_norm.weight")]
+            out += _ffn(config, f"{ours}.ffn", f"{theirs}.{ffn_layer}.DenseReluDense")
+            out += [Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.{ffn_layer}.layer_norm.weight")]
+    return out
