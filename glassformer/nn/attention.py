@@ -89,7 +89,11 @@ class Attention(nn.Module):
                     k, v = cache.append(self.layer, k, v)  # b g s e, all keys so far
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if self._explicit():
-            z = self._explicit_attention(q, k, v, mask, bias)
+            z, changed = self._explicit_attention(q, k, v, mask, bias)
+            if self.impl == "auto" and not changed and not self.training:
+                # Hooks only looked at scores/pattern: take the fused result so that a
+                # traced forward pass returns exactly what an untraced one does.
+                z = self._fused_attention(q, k, v, mask, bias)
         else:
             z = self._fused_attention(q, k, v, mask, bias)
         z = self.hook_z(z)  # b h t e
@@ -102,14 +106,19 @@ class Attention(nn.Module):
         return self.impl == "explicit"
 
     def _explicit_attention(self, q, k, v, mask: AttentionMask | None, bias):
-        """softmax(QK^T * scale + B, masked) V, one step at a time.  -> b h t e."""
+        """softmax(QK^T * scale + B, masked) V, one step at a time.  -> (b h t e, changed).
+
+        ``changed`` tells whether a hook replaced the scores or the pattern.
+        """
         groups = self.n_heads // self.n_kv_heads
         k = k.repeat_interleave(groups, dim=1)  # b h s e: query head i reads kv head i // groups
         v = v.repeat_interleave(groups, dim=1)  # b h s e
         scores = q @ k.transpose(-1, -2) * self.scale  # b h t s
         if bias is not None:
             scores = scores + bias
-        scores = self.hook_scores(scores)
+        hooked = self.hook_scores(scores)
+        changed = hooked is not scores
+        scores = hooked
         allowed = mask.allowed if mask is not None else None
         if allowed is not None:
             scores = scores.masked_fill(~allowed, float("-inf"))
@@ -117,9 +126,10 @@ class Attention(nn.Module):
         if allowed is not None:
             # A query with no allowed key has softmax(-inf, ..., -inf) = NaN: make it 0.
             pattern = pattern.masked_fill(~allowed, 0.0)
-        pattern = self.hook_pattern(pattern)
-        pattern = F.dropout(pattern, self.dropout_p, self.training)
-        return pattern @ v  # b h t e
+        hooked = self.hook_pattern(pattern)
+        changed = changed or hooked is not pattern
+        pattern = F.dropout(hooked, self.dropout_p, self.training)
+        return pattern @ v, changed  # b h t e
 
     def _fused_attention(self, q, k, v, mask: AttentionMask | None, bias):
         """The same result through torch's fused kernel.  -> b h t e."""

@@ -1,0 +1,33 @@
+# Two commands do everything on a fresh machine (see README):
+#   make demo   - set up, then build a model, trace it and generate from it
+#   make test   - set up, then run lint and the full test suite
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch pinned first: the CPU build; an unpinned torch pulls a multi-GB CUDA build
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/glassformer demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check glassformer tests benchmarks
+	$(VENV)/bin/ruff format --check glassformer tests benchmarks
+	$(VENV)/bin/pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/kv_cache.py
+	$(PY) benchmarks/forward.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

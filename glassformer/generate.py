@@ -1,0 +1,481 @@
+"""Text generation: greedy decoding, sampling and beam search over a KV cache.
+
+Autoregressive decoding picks one token at a time and feeds it back::
+
+    x_{n+1} = choose(process(logits(x_1 .. x_n)))
+
+* greedy:      choose = argmax
+* sampling:    choose ~ softmax(warped scores)  (temperature, top-k, top-p)
+* beam search: keep the ``num_beams`` continuations with the highest summed log-probability
+
+``process`` and the warpers are in `glassformer.sampling`. Semantics follow HF transformers
+4.57 ``generate`` (processor order, stop tokens kept in the output, beam scoring and its
+early-stopping heuristic), so the two can be compared token for token.
+
+Decoder-only prompts of different lengths are left-padded (pad id: ``pad_token_id`` or 0)
+and masked; the model derives positions from the mask, so a padded row generates what it
+would alone. One `KVCache` is allocated for prompt + new tokens; the prompt is run once
+(prefill), then each step feeds only the newest token. Encoder-decoder models encode the
+source once and start the decoder from ``decoder_start_token_id``.
+
+>>> from glassformer import ModelConfig, build
+>>> net = build(ModelConfig(vocab_size=32, d_model=16, n_layers=1, n_heads=2)).eval()
+>>> settings = GenerationSettings(max_new_tokens=4, greedy=True)
+>>> new = generate_ids(net, [[1, 2, 3], [4, 5]], settings)
+>>> [len(row) for row in new]
+[4, 4]
+>>> list(stream_ids(net, [1, 2, 3], settings)) == new[0]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch.nn import functional as F
+
+from glassformer.models.base import TransformerModel
+from glassformer.nn.kv_cache import KVCache
+from glassformer.sampling import (
+    apply_repetition_penalty,
+    apply_temperature,
+    sample,
+    suppress_tokens,
+    top_k_filter,
+    top_p_filter,
+)
+
+Prompts = Sequence[Sequence[int]] | torch.Tensor
+EARLY_STOPPING = (False, True, "never")
+NOT_PICKED = -1e9  # HF's score for beams that must not be chosen (finite: no inf - inf = NaN)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How to choose new tokens.
+
+    Strategy: ``num_beams > 1`` is beam search; otherwise ``greedy=True`` or
+    ``temperature == 0`` is greedy decoding; otherwise tokens are sampled at
+    ``temperature`` with optional ``top_k`` / ``top_p``. ``stop_token_ids=None`` means
+    the model's ``eos_token_id`` (if it has one); ``()`` means never stop early. ``seed``
+    makes sampling reproducible. ``length_penalty`` and ``early_stopping`` only concern
+    beam search: a finished beam scores ``sum(log p) / new_tokens ** length_penalty``.
+    """
+
+    max_new_tokens: int = 64
+    min_new_tokens: int = 0
+    greedy: bool = False
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    repetition_penalty: float = 1.0
+    num_beams: int = 1
+    length_penalty: float = 1.0
+    early_stopping: bool | str = False
+    stop_token_ids: tuple[int, ...] | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.stop_token_ids is not None:
+            object.__setattr__(self, "stop_token_ids", tuple(self.stop_token_ids))
+        _check_int("max_new_tokens", self.max_new_tokens, low=0)
+        _check_int("min_new_tokens", self.min_new_tokens, low=0)
+        if self.min_new_tokens > self.max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens={self.min_new_tokens} must lie in [0, max_new_tokens={self.max_new_tokens}]"
+            )
+        if not self.temperature >= 0:  # also rejects NaN
+            raise ValueError(f"temperature={self.temperature} must be >= 0 (0 means greedy decoding)")
+        if self.top_k is not None:
+            _check_int("top_k", self.top_k, low=1, extra=" or None (no top-k filter)")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p} must lie in (0, 1], or be None (no nucleus filter)")
+        if not self.repetition_penalty > 0:
+            raise ValueError(
+                f"repetition_penalty={self.repetition_penalty} must be > 0 "
+                "(1.0 = no penalty, > 1 discourages repeats)"
+            )
+        _check_int("num_beams", self.num_beams, low=1)
+        if self.early_stopping not in EARLY_STOPPING or not isinstance(self.early_stopping, bool | str):
+            raise ValueError(f"early_stopping={self.early_stopping!r}; allowed values: False, True, 'never'")
+        for token in self.stop_token_ids or ():
+            _check_int("each of stop_token_ids", token, low=0)
+        if self.seed is not None:
+            _check_int("seed", self.seed, low=0, extra=" or None")
+        if self.num_beams > 1 and (
+            self.top_k is not None or self.top_p is not None or self.temperature not in (0.0, 1.0)
+        ):
+            raise ValueError(
+                f"num_beams={self.num_beams} with temperature={self.temperature}, top_k={self.top_k}, "
+                f"top_p={self.top_p}: beam sampling is not supported. Beam search is deterministic; "
+                "use num_beams=1 to sample, or leave temperature=1.0, top_k=None and top_p=None."
+            )
+
+    @property
+    def do_sample(self) -> bool:
+        """Whether tokens are drawn at random (False: greedy or beam search)."""
+        return self.num_beams == 1 and not self.greedy and self.temperature > 0
+
+
+def _check_int(name: str, value: object, low: int, extra: str = "") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}{extra}")
+
+
+# ---------------------------------------------------------------------------------------
+# public API
+
+
+@torch.no_grad()
+def generate_ids(
+    net: TransformerModel,
+    input_ids: Prompts,
+    settings: GenerationSettings | None = None,
+    attention_mask: torch.Tensor | Sequence[Sequence[int]] | None = None,
+    *,
+    use_cache: bool = True,
+) -> list[list[int]]:
+    """New token ids for each prompt (the prompt itself is not repeated).
+
+    ``input_ids``: a list of token-id lists (any lengths) or a b t tensor, with an optional
+    b t ``attention_mask`` (1 = token, 0 = padding; either padding side). A row ends with
+    its first stop token, which is included. ``use_cache=False`` reruns the whole sequence
+    at every step: slower, and the reference the cache is tested against.
+    """
+    settings = settings or GenerationSettings()
+    prompts, stop_ids = _prepare(net, input_ids, attention_mask, settings)
+    if settings.max_new_tokens == 0:
+        return [[] for _ in prompts]
+    if settings.num_beams > 1:
+        return _beam_search(net, prompts, settings, stop_ids, use_cache)
+    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache)
+    for _ in _sample_steps(seqs, settings, stop_ids):
+        pass
+    return [_until_stop(row, stop_ids) for row in seqs.generated().tolist()]
+
+
+@torch.no_grad()
+def stream_ids(
+    net: TransformerModel,
+    input_ids: Sequence[int] | Prompts,
+    settings: GenerationSettings | None = None,
+    attention_mask: torch.Tensor | Sequence[int] | None = None,
+    *,
+    use_cache: bool = True,
+) -> Iterator[int]:
+    """Yield each new token id of one prompt as soon as it is chosen (greedy or sampling).
+
+    ``input_ids``: one prompt (a list of ids, a 1-D tensor, or a batch of one). The same
+    tokens as ``generate_ids(net, [prompt], settings)[0]``, including the stop token.
+    """
+    settings = settings or GenerationSettings()
+    if settings.num_beams > 1:
+        raise ValueError(
+            f"stream_ids cannot stream beam search (num_beams={settings.num_beams}): no token is final "
+            "before the search ends; use generate_ids, or num_beams=1"
+        )
+    if isinstance(input_ids, torch.Tensor) and input_ids.dim() == 1:
+        input_ids = input_ids[None]
+        attention_mask = None if attention_mask is None else torch.as_tensor(attention_mask)[None]
+    elif isinstance(input_ids, Sequence) and input_ids and not isinstance(input_ids[0], Sequence):
+        input_ids = [input_ids]
+        attention_mask = None if attention_mask is None else [attention_mask]
+    prompts, stop_ids = _prepare(net, input_ids, attention_mask, settings)
+    if len(prompts) != 1:
+        raise ValueError(f"stream_ids streams one prompt, got a batch of {len(prompts)}; use generate_ids")
+    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache)
+    return (int(token[0]) for token in _sample_steps(seqs, settings, stop_ids))
+
+
+# ---------------------------------------------------------------------------------------
+# inputs
+
+
+def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]], tuple[int, ...]]:
+    """Check the model and the prompts; return the prompts without padding and the stop ids."""
+    config = getattr(net, "config", None)
+    if config is None or config.family not in ("decoder", "encoder_decoder"):
+        family = getattr(config, "family", type(net).__name__)
+        raise ValueError(
+            f"cannot generate with a {family!r} model: generation needs a language-model head, "
+            "family 'decoder' or 'encoder_decoder'"
+        )
+    prompts = _as_prompts(input_ids, attention_mask)
+    for i, row in enumerate(prompts):
+        bad = [t for t in row if not isinstance(t, int) or not 0 <= t < config.vocab_size]
+        if bad:
+            raise ValueError(
+                f"prompt {i} holds token id {bad[0]!r}, out of range for vocab_size={config.vocab_size} "
+                f"(valid ids: 0..{config.vocab_size - 1})"
+            )
+    if settings.stop_token_ids is not None:
+        stop_ids = settings.stop_token_ids
+    else:
+        stop_ids = () if config.eos_token_id is None else (config.eos_token_id,)
+    for token in stop_ids:
+        if token >= config.vocab_size:
+            raise ValueError(f"stop token id {token} is out of range for vocab_size={config.vocab_size}")
+    if config.positions == "learned":
+        longest = max(len(row) for row in prompts)
+        # The last new token is never fed back, hence the - 1.
+        needed = (
+            settings.max_new_tokens
+            if config.family == "encoder_decoder"
+            else longest + settings.max_new_tokens - 1
+        )
+        if max(needed, longest) > config.max_seq_len:
+            raise ValueError(
+                f"a prompt of {longest} tokens and max_new_tokens={settings.max_new_tokens} need "
+                f"{max(needed, longest)} positions, more than max_seq_len={config.max_seq_len} of this model "
+                "(learned positions cannot extrapolate); shorten the prompt or lower max_new_tokens"
+            )
+    return prompts, stop_ids
+
+
+def _as_prompts(input_ids, attention_mask) -> list[list[int]]:
+    """One list of real token ids per prompt: padding (mask 0) removed, whatever its side."""
+    if isinstance(input_ids, torch.Tensor):
+        if input_ids.dim() != 2:
+            raise ValueError(
+                f"input_ids must have shape (batch, seq_len), got shape {tuple(input_ids.shape)}"
+            )
+        rows = input_ids.tolist()
+    elif isinstance(input_ids, Sequence) and all(isinstance(r, Sequence) for r in input_ids):
+        rows = [list(r) for r in input_ids]
+    else:
+        raise ValueError(
+            "input_ids must be a list of token-id lists (one per prompt) or a (batch, seq_len) tensor"
+        )
+    if attention_mask is not None:
+        mask = torch.as_tensor(attention_mask).tolist()
+        if len(mask) != len(rows) or any(len(m) != len(r) for m, r in zip(mask, rows, strict=False)):
+            raise ValueError("attention_mask must have the same shape as input_ids (one 0/1 per token)")
+        rows = [[t for t, keep in zip(r, m, strict=True) if keep] for r, m in zip(rows, mask, strict=True)]
+    if not rows:
+        raise ValueError("input_ids holds no prompt; give at least one")
+    for i, row in enumerate(rows):
+        if not row:
+            raise ValueError(f"prompt {i} is empty: give at least one token (for example the BOS token)")
+    return rows
+
+
+def _until_stop(row: list[int], stop_ids: tuple[int, ...]) -> list[int]:
+    """The row up to and including its first stop token."""
+    for i, token in enumerate(row):
+        if token in stop_ids:
+            return row[: i + 1]
+    return row
+
+
+# ---------------------------------------------------------------------------------------
+# the growing sequences and the model calls that extend them
+
+
+class _Sequences:
+    """A batch of token sequences that grow one token per step, with their model state.
+
+    Decoder-only: ``tokens`` starts as the left-padded prompts and ``mask`` marks their
+    real tokens (new tokens are always real). Encoder-decoder: the prompts are encoded
+    once into ``memory``; ``tokens`` starts with the decoder start token.
+    """
+
+    def __init__(self, net: TransformerModel, prompts: list[list[int]], max_new_tokens: int, use_cache: bool):
+        config = net.config
+        self.net, self.encoder_decoder = net, config.family == "encoder_decoder"
+        param = next(net.parameters())
+        self.device = param.device
+        self.pad_id = config.pad_token_id if config.pad_token_id is not None else 0
+        b, p = len(prompts), max(len(row) for row in prompts)
+        ids = torch.full((b, p), self.pad_id, dtype=torch.long, device=self.device)  # b p
+        mask = torch.zeros((b, p), dtype=torch.long, device=self.device)  # b p
+        for i, row in enumerate(prompts):  # left padding: the newest token is last in every row
+            ids[i, p - len(row) :] = torch.tensor(row, dtype=torch.long)
+            mask[i, p - len(row) :] = 1
+        if self.encoder_decoder:
+            self.memory, self.memory_mask = net.encode(ids, mask), mask  # b s d, b s
+            ids = torch.full((b, 1), _decoder_start(config), dtype=torch.long, device=self.device)  # b 1
+            mask = torch.ones_like(ids)
+            p = 1
+        self.batch, self.prompt_len, self.length = b, p, p
+        self.tokens = torch.full((b, p + max_new_tokens), self.pad_id, dtype=torch.long, device=self.device)
+        self.tokens[:, :p] = ids
+        self.mask = torch.ones_like(self.tokens)  # b n
+        self.mask[:, :p] = mask
+        self.padded = bool((mask == 0).any())  # without padding the model needs no mask
+        self.cache = None
+        if use_cache:
+            self.cache = KVCache.for_model(config, b, p + max_new_tokens, param.dtype, self.device)
+
+    def next_logits(self) -> torch.Tensor:
+        """Scores for the next token of every row.  -> b v (float32)."""
+        start = self.cache.length if self.cache is not None else 0  # the cache holds the rest
+        new = self.tokens[:, start : self.length]  # b t
+        mask = self.mask[:, : self.length] if self.padded else None  # b s: cache + new tokens
+        if self.encoder_decoder:
+            logits = self.net.decode(
+                new, self.memory, self.memory_mask, decoder_attention_mask=mask, cache=self.cache
+            )  # b t v
+        else:
+            logits = self.net(new, mask, cache=self.cache)  # b t v
+        return logits[:, -1].float()  # b v
+
+    def append(self, token: torch.Tensor) -> None:
+        """Add one token (b) to every row."""
+        self.tokens[:, self.length] = token
+        self.length += 1
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Row i continues what row index[i] was (beam search)."""
+        self.tokens, self.mask = self.tokens[index], self.mask[index]
+        if self.encoder_decoder:
+            self.memory, self.memory_mask = self.memory[index], self.memory_mask[index]
+        if self.cache is not None:
+            self.cache.reorder(index)
+
+    def so_far(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every token so far and its mask (prompt + new, or decoder start + new).  b s, b s."""
+        return self.tokens[:, : self.length], self.mask[:, : self.length]
+
+    def generated(self) -> torch.Tensor:
+        """The new tokens.  b n."""
+        return self.tokens[:, self.prompt_len : self.length]
+
+
+def _decoder_start(config) -> int:
+    for name in ("decoder_start_token_id", "pad_token_id"):  # T5 starts from its pad token
+        if getattr(config, name) is not None:
+            return getattr(config, name)
+    raise ValueError(
+        "encoder-decoder generation needs a first decoder token: build the model from a config "
+        "that sets decoder_start_token_id (or pad_token_id, which T5 uses)"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# greedy decoding and sampling
+
+
+def _process(
+    scores: torch.Tensor, seqs: _Sequences, settings: GenerationSettings, stop: torch.Tensor, step: int
+) -> torch.Tensor:
+    """The processors every strategy applies: repetition penalty, then min_new_tokens."""
+    if settings.repetition_penalty != 1.0:
+        tokens, mask = seqs.so_far()
+        scores = apply_repetition_penalty(scores, tokens, settings.repetition_penalty, mask)
+    if step < settings.min_new_tokens and stop.numel():
+        scores = suppress_tokens(scores, stop)
+    return scores
+
+
+@torch.no_grad()
+def _sample_steps(
+    seqs: _Sequences, settings: GenerationSettings, stop_ids: tuple[int, ...]
+) -> Iterator[torch.Tensor]:
+    """Greedy or sampled decoding; yields each step's tokens (b).
+
+    A row that emits a stop token is finished: from then on it gets the pad id, and the
+    loop ends once every row is finished or ``max_new_tokens`` are generated.
+    """
+    stop = torch.tensor(stop_ids, dtype=torch.long, device=seqs.device)
+    generator = None
+    if settings.do_sample and settings.seed is not None:
+        generator = torch.Generator(device=seqs.device).manual_seed(settings.seed)
+    running = torch.ones(seqs.batch, dtype=torch.bool, device=seqs.device)  # b
+    for step in range(settings.max_new_tokens):
+        scores = _process(seqs.next_logits(), seqs, settings, stop, step)  # b v
+        if settings.do_sample:
+            scores = apply_temperature(scores, settings.temperature)
+            if settings.top_k is not None:
+                scores = top_k_filter(scores, settings.top_k)
+            if settings.top_p is not None:
+                scores = top_p_filter(scores, settings.top_p)
+            token = sample(scores, generator)  # b
+        else:
+            token = scores.argmax(dim=-1)  # b
+        token = torch.where(running, token, seqs.pad_id)  # b
+        seqs.append(token)
+        running &= ~torch.isin(token, stop)
+        yield token
+        if not running.any():
+            return
+
+
+# ---------------------------------------------------------------------------------------
+# beam search
+
+
+def _take(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x[i, index[i, j], ...] for each batch row i: pick beams.  b k ... , b c -> b c ..."""
+    return torch.take_along_dim(x, index.view(*index.shape, *[1] * (x.dim() - 2)), dim=1)
+
+
+@torch.no_grad()
+def _beam_search(net, prompts, settings: GenerationSettings, stop_ids, use_cache) -> list[list[int]]:
+    """Beam search as HF transformers 4.57 ``_beam_search`` (deterministic, one result per prompt).
+
+    Each of the k live beams of a prompt has a score, sum log p (processed log-softmax).
+    Per step, the c = max(2, 1 + n_stop) * k best one-token continuations are candidates
+    (enough that k of them do not end, even if many pick a stop token). The best k that
+    did not end become the live beams; those among the best k that did end (a stop token,
+    or max_new_tokens reached) join the k finished hypotheses, scored
+    ``sum log p / n_new ** length_penalty``. The search stops early when no live beam can
+    beat the worst finished one (HF's heuristic: the best live score divided by its current
+    length, or by max length if ``early_stopping == "never"`` and ``length_penalty > 0``),
+    or, with ``early_stopping=True``, once k hypotheses are finished.
+    """
+    b, k, n = len(prompts), settings.num_beams, settings.max_new_tokens
+    seqs = _Sequences(net, [row for row in prompts for _ in range(k)], n, use_cache)  # (b k) rows
+    device, v = seqs.device, net.config.vocab_size
+    stop = torch.tensor(stop_ids, dtype=torch.long, device=device)
+    c = max(2, 1 + len(stop_ids)) * k
+    among_best_k = torch.arange(c, device=device) < k  # c: only these may finish; the rest are spares
+    first_row = torch.arange(b, device=device)[:, None] * k  # b 1: row of beam 0 of each prompt
+
+    live_tokens = torch.zeros((b, k, n), dtype=torch.long, device=device)  # b k n
+    live_scores = torch.full((b, k), NOT_PICKED, device=device)  # b k
+    live_scores[:, 0] = 0.0  # the k copies of a prompt are one beam until the first step
+    done_tokens = torch.zeros((b, k, n), dtype=torch.long, device=device)  # b k n
+    done_lengths = torch.zeros((b, k), dtype=torch.long, device=device)  # b k
+    done_scores = torch.full((b, k), NOT_PICKED, device=device)  # b k
+    done = torch.zeros((b, k), dtype=torch.bool, device=device)  # b k: slot holds a hypothesis
+    improvable = torch.ones((b, 1), dtype=torch.bool, device=device)  # b 1
+
+    for step in range(n):
+        log_probs = _process(F.log_softmax(seqs.next_logits(), dim=-1), seqs, settings, stop, step)  # (b k) v
+        total = (log_probs.view(b, k, v) + live_scores[..., None]).view(b, k * v)  # b (k v)
+        cand_scores, flat = total.topk(c, dim=-1)  # b c, sorted
+        parent, token = flat // v, flat % v  # b c
+        cand_tokens = _take(live_tokens, parent)  # b c n
+        cand_tokens[:, :, step] = token
+        ends = torch.isin(token, stop) | (step + 1 == n)  # b c
+
+        # Live beams: the best k candidates that did not end.
+        not_ended_scores = cand_scores + ends.float() * NOT_PICKED  # b c
+        pick = not_ended_scores.topk(k, dim=-1).indices  # b k
+        live_tokens, live_scores = _take(cand_tokens, pick), _take(not_ended_scores, pick)  # b k n, b k
+
+        # Finished hypotheses: the best k of the old ones and those that just ended.
+        just_ended = ends & among_best_k  # b c
+        full = done.all(dim=-1, keepdim=True) & (settings.early_stopping is True)  # b 1
+        ended_scores = cand_scores / (step + 1) ** settings.length_penalty  # b c
+        ended_scores = torch.where(just_ended & improvable & ~full, ended_scores, NOT_PICKED)
+        lengths = torch.full_like(parent, step + 1)  # b c
+        keep = torch.cat([done_scores, ended_scores], dim=1).topk(k, dim=-1).indices  # b k
+        done_scores = _take(torch.cat([done_scores, ended_scores], dim=1), keep)
+        done_tokens = _take(torch.cat([done_tokens, cand_tokens], dim=1), keep)
+        done_lengths = _take(torch.cat([done_lengths, lengths], dim=1), keep)
+        done = _take(torch.cat([done, just_ended], dim=1), keep)
+
+        # Can a live beam still beat the worst finished hypothesis?
+        longest = n if settings.early_stopping == "never" and settings.length_penalty > 0 else step + 1
+        best_live = live_scores[:, :1] / longest**settings.length_penalty  # b 1
+        worst_done = torch.where(done, done_scores.min(dim=-1, keepdim=True).values, NOT_PICKED)  # b k
+        improvable &= (best_live > worst_done).any(dim=-1, keepdim=True)
+        all_full = bool(done.all()) and settings.early_stopping is True
+        if not improvable.any() or all_full or bool(ends.all()):
+            break
+        seqs.reorder((_take(parent, pick) + first_row).flatten())  # each live beam continues its parent
+        seqs.append(live_tokens[:, :, step].flatten())
+    return [done_tokens[i, 0, : done_lengths[i, 0]].tolist() for i in range(b)]

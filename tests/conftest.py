@@ -1,0 +1,27 @@
+"""Shared fixtures: tiny configurations of every family, seeded."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import glassformer as gf
+
+POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
+
+
+def tiny(**overrides) -> gf.ModelConfig:
+    """A small config (d=32, 2 layers, 4 heads, vocab 61) with some fields overridden."""
+    base = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=64)
+    base.update(overrides)
+    return gf.ModelConfig(**base)
+
+
+def tiny_model(**overrides):
+    torch.manual_seed(0)
+    return gf.build(tiny(**overrides)).eval()
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(1234)

@@ -1,0 +1,58 @@
+import json
+
+import pytest
+
+import glassformer as gf
+from glassformer.config import ModelConfig
+
+
+def test_derived_sizes():
+    c = ModelConfig(d_model=64, n_heads=8)
+    assert (c.n_kv_heads, c.d_head, c.d_ff, c.n_decoder_layers) == (8, 8, 256, c.n_layers)
+
+
+def test_json_round_trip(tmp_path):
+    c = ModelConfig(family="encoder_decoder", positions="t5_relative", n_kv_heads=2, activation="swiglu")
+    assert ModelConfig.from_json(c.to_json()) == c
+    c.to_json(tmp_path / "config.json")
+    assert ModelConfig.from_json(tmp_path / "config.json") == c
+    assert json.loads((tmp_path / "config.json").read_text())["positions"] == "t5_relative"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(d_model=100, n_heads=3), "d_model=100 must be divisible by n_heads=3"),
+        (dict(n_heads=4, n_kv_heads=3), "n_heads=4 must be divisible by n_kv_heads=3"),
+        (dict(activation="swish"), "activation='swish' is not supported; allowed values: 'relu'"),
+        (dict(positions="absolute"), "positions='absolute' is not supported"),
+        (dict(norm_placement="middle"), "norm_placement='middle'"),
+        (dict(family="gpt"), "family='gpt'"),
+        (dict(attn_dropout=1.5), "attn_dropout=1.5 must lie in [0, 1)"),
+        (dict(vocab_size=0), "vocab_size=0 must be a positive integer"),
+        (dict(positions="rope", d_model=36, n_heads=4), "needs an even d_head"),
+        (dict(eos_token_id=500, vocab_size=100), "eos_token_id=500 must lie in [0, vocab_size=100)"),
+        (dict(pooler=True), "pooler=True is only for family='encoder'"),
+    ],
+)
+def test_invalid_configs_name_the_field(fields, message):
+    with pytest.raises(ValueError) as error:
+        ModelConfig(**fields)
+    assert message in str(error.value)
+
+
+def test_unknown_field_in_json():
+    with pytest.raises(ValueError, match="unknown ModelConfig field"):
+        ModelConfig.from_dict({"d_modle": 3})
+
+
+def test_frozen():
+    c = ModelConfig()
+    with pytest.raises(AttributeError):
+        c.d_model = 3  # type: ignore[misc]
+    assert c.replace(n_layers=1).n_layers == 1
+
+
+def test_build_rejects_non_config():
+    with pytest.raises(TypeError, match="needs a ModelConfig"):
+        gf.build({"d_model": 3})
