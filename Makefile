@@ -26,8 +26,8 @@ test: $(STAMP)
 	$(VENV)/bin/pytest
 
 bench: $(STAMP)
-	$(PY) benchmarks/kv_cache.py
-	$(PY) benchmarks/forward.py
+	$(PY) -m benchmarks.kv_cache
+	$(PY) -m benchmarks.forward
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -31,7 +31,6 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
@@ -39,6 +38,7 @@ from torch.nn import functional as F
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
 from glassformer.sampling import (
+    GenerationSettings,
     apply_repetition_penalty,
     apply_temperature,
     sample,
@@ -47,81 +47,9 @@ from glassformer.sampling import (
     top_p_filter,
 )
 
+__all__ = ["GenerationSettings", "generate_ids", "stream_ids"]
 Prompts = Sequence[Sequence[int]] | torch.Tensor
-EARLY_STOPPING = (False, True, "never")
 NOT_PICKED = -1e9  # HF's score for beams that must not be chosen (finite: no inf - inf = NaN)
-
-
-@dataclass(frozen=True)
-class GenerationSettings:
-    """How to choose new tokens.
-
-    Strategy: ``num_beams > 1`` is beam search; otherwise ``greedy=True`` or
-    ``temperature == 0`` is greedy decoding; otherwise tokens are sampled at
-    ``temperature`` with optional ``top_k`` / ``top_p``. ``stop_token_ids=None`` means
-    the model's ``eos_token_id`` (if it has one); ``()`` means never stop early. ``seed``
-    makes sampling reproducible. ``length_penalty`` and ``early_stopping`` only concern
-    beam search: a finished beam scores ``sum(log p) / new_tokens ** length_penalty``.
-    """
-
-    max_new_tokens: int = 64
-    min_new_tokens: int = 0
-    greedy: bool = False
-    temperature: float = 1.0
-    top_k: int | None = None
-    top_p: float | None = None
-    repetition_penalty: float = 1.0
-    num_beams: int = 1
-    length_penalty: float = 1.0
-    early_stopping: bool | str = False
-    stop_token_ids: tuple[int, ...] | None = None
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.stop_token_ids is not None:
-            object.__setattr__(self, "stop_token_ids", tuple(self.stop_token_ids))
-        _check_int("max_new_tokens", self.max_new_tokens, low=0)
-        _check_int("min_new_tokens", self.min_new_tokens, low=0)
-        if self.min_new_tokens > self.max_new_tokens:
-            raise ValueError(
-                f"min_new_tokens={self.min_new_tokens} must lie in [0, max_new_tokens={self.max_new_tokens}]"
-            )
-        if not self.temperature >= 0:  # also rejects NaN
-            raise ValueError(f"temperature={self.temperature} must be >= 0 (0 means greedy decoding)")
-        if self.top_k is not None:
-            _check_int("top_k", self.top_k, low=1, extra=" or None (no top-k filter)")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p} must lie in (0, 1], or be None (no nucleus filter)")
-        if not self.repetition_penalty > 0:
-            raise ValueError(
-                f"repetition_penalty={self.repetition_penalty} must be > 0 "
-                "(1.0 = no penalty, > 1 discourages repeats)"
-            )
-        _check_int("num_beams", self.num_beams, low=1)
-        if self.early_stopping not in EARLY_STOPPING or not isinstance(self.early_stopping, bool | str):
-            raise ValueError(f"early_stopping={self.early_stopping!r}; allowed values: False, True, 'never'")
-        for token in self.stop_token_ids or ():
-            _check_int("each of stop_token_ids", token, low=0)
-        if self.seed is not None:
-            _check_int("seed", self.seed, low=0, extra=" or None")
-        if self.num_beams > 1 and (
-            self.top_k is not None or self.top_p is not None or self.temperature not in (0.0, 1.0)
-        ):
-            raise ValueError(
-                f"num_beams={self.num_beams} with temperature={self.temperature}, top_k={self.top_k}, "
-                f"top_p={self.top_p}: beam sampling is not supported. Beam search is deterministic; "
-                "use num_beams=1 to sample, or leave temperature=1.0, top_k=None and top_p=None."
-            )
-
-    @property
-    def do_sample(self) -> bool:
-        """Whether tokens are drawn at random (False: greedy or beam search)."""
-        return self.num_beams == 1 and not self.greedy and self.temperature > 0
-
-
-def _check_int(name: str, value: object, low: int, extra: str = "") -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}{extra}")
 
 
 # ---------------------------------------------------------------------------------------

@@ -148,14 +148,16 @@ class LanguageModel:
 
         ``temperature=0`` is greedy. More options (``num_beams``, ``repetition_penalty``,
         ``min_new_tokens``, ``stop_token_ids``, ``length_penalty``) pass through to
-        `glassformer.generate.GenerationSettings`.
+        `glassformer.generate.GenerationSettings`; ``use_cache=False`` recomputes the
+        whole sequence at every step (the reference the KV cache is tested against).
         """
+        use_cache = options.pop("use_cache", True)
         settings = generation.GenerationSettings(
             max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
             seed=seed, **options,
         )
         rows = self._prompt_rows(prompt)
-        new = generation.generate_ids(self.net, rows, settings)
+        new = generation.generate_ids(self.net, rows, settings, use_cache=use_cache)
         if isinstance(prompt, str):
             return self.tokenizer.decode(new[0])
         return new[0] if len(new) == 1 and not _is_batch(prompt) else new

@@ -1,6 +1,6 @@
-"""Logits processors: how next-token scores are reshaped before a token is chosen.
+"""How the next token is chosen: `GenerationSettings` and the logits processors.
 
-Each is a small pure function on a batch of next-token scores (b v) and follows the
+Each processor is a small pure function on a batch of next-token scores (b v) and follows the
 HF transformers processor of the same name, so that generation can match it token for
 token. Applied in this order by `glassformer.generate`::
 
@@ -13,14 +13,99 @@ token. Applied in this order by `glassformer.generate`::
     scores = top_p(scores, p)                         nucleus (Holtzman et al., 2019)
     token ~ softmax(scores)
 
+Beam search applies the first two to log-softmax(logits) instead, as HF does.
 Removed tokens get score -inf, so their probability after the softmax is exactly 0.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 NEG_INF = float("-inf")
+EARLY_STOPPING = (False, True, "never")
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How to choose new tokens.
+
+    Strategy: ``num_beams > 1`` is beam search; otherwise ``greedy=True`` or
+    ``temperature == 0`` is greedy decoding; otherwise tokens are sampled at
+    ``temperature`` with optional ``top_k`` / ``top_p``. ``stop_token_ids=None`` means
+    the model's ``eos_token_id`` (if it has one); ``()`` means never stop early. ``seed``
+    makes sampling reproducible. ``length_penalty`` and ``early_stopping`` only concern
+    beam search: a finished beam scores ``sum(log p) / new_tokens ** length_penalty``.
+    Beam search is deterministic: it rejects ``top_k``, ``top_p`` and temperatures other
+    than 1 (the default, a no-op) or 0.
+
+    >>> GenerationSettings(top_p=1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: top_p=1.5 must lie in (0, 1], or be None (no nucleus filter)
+    """
+
+    max_new_tokens: int = 64
+    min_new_tokens: int = 0
+    greedy: bool = False
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    repetition_penalty: float = 1.0
+    num_beams: int = 1
+    length_penalty: float = 1.0
+    early_stopping: bool | str = False
+    stop_token_ids: tuple[int, ...] | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop_token_ids, int):
+            object.__setattr__(self, "stop_token_ids", (self.stop_token_ids,))
+        elif self.stop_token_ids is not None:
+            object.__setattr__(self, "stop_token_ids", tuple(self.stop_token_ids))
+        _check_int("max_new_tokens", self.max_new_tokens, low=0)
+        _check_int("min_new_tokens", self.min_new_tokens, low=0)
+        if self.min_new_tokens > self.max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens={self.min_new_tokens} must lie in [0, max_new_tokens={self.max_new_tokens}]"
+            )
+        if not self.temperature >= 0:  # also rejects NaN
+            raise ValueError(f"temperature={self.temperature} must be >= 0 (0 means greedy decoding)")
+        if self.top_k is not None:
+            _check_int("top_k", self.top_k, low=1, extra=" or None (no top-k filter)")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p} must lie in (0, 1], or be None (no nucleus filter)")
+        if not self.repetition_penalty > 0:
+            raise ValueError(
+                f"repetition_penalty={self.repetition_penalty} must be > 0 "
+                "(1.0 = no penalty, > 1 discourages repeats)"
+            )
+        _check_int("num_beams", self.num_beams, low=1)
+        if self.early_stopping not in EARLY_STOPPING or not isinstance(self.early_stopping, bool | str):
+            raise ValueError(f"early_stopping={self.early_stopping!r}; allowed values: False, True, 'never'")
+        for token in self.stop_token_ids or ():
+            _check_int("each of stop_token_ids", token, low=0)
+        if self.seed is not None:
+            _check_int("seed", self.seed, low=0, extra=" or None")
+        if self.num_beams > 1 and (
+            self.top_k is not None or self.top_p is not None or self.temperature not in (0.0, 1.0)
+        ):
+            raise ValueError(
+                f"num_beams={self.num_beams} with temperature={self.temperature}, top_k={self.top_k}, "
+                f"top_p={self.top_p}: beam sampling is not supported. Beam search is deterministic; "
+                "use num_beams=1 to sample, or leave temperature=1.0, top_k=None and top_p=None."
+            )
+
+    @property
+    def do_sample(self) -> bool:
+        """Whether tokens are drawn at random (False: greedy or beam search)."""
+        return self.num_beams == 1 and not self.greedy and self.temperature > 0
+
+
+def _check_int(name: str, value: object, low: int, extra: str = "") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}{extra}")
 
 
 def apply_repetition_penalty(
