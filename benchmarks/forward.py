@@ -27,7 +27,9 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     import transformers
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--d-model", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)

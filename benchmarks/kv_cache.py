@@ -20,7 +20,9 @@ from glassformer.generate import GenerationSettings, generate_ids
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--new-tokens", type=int, default=256)
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -32,7 +34,9 @@ def main() -> None:
 
     results = {}
     for use_cache in (True, False):
-        generate_ids(net, prompt, GenerationSettings(max_new_tokens=4, greedy=True), use_cache=use_cache)  # warm
+        generate_ids(
+            net, prompt, GenerationSettings(max_new_tokens=4, greedy=True), use_cache=use_cache
+        )  # warm
         start = time.perf_counter()
         tokens = generate_ids(net, prompt, settings, use_cache=use_cache)[0]
         results[use_cache] = (time.perf_counter() - start, tokens)

@@ -37,5 +37,12 @@ def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:
 
 
 __all__ = [
-    "GenerationSettings", "KVCache", "LanguageModel", "ModelConfig", "Trace", "__version__", "build", "from_hf",
+    "GenerationSettings",
+    "KVCache",
+    "LanguageModel",
+    "ModelConfig",
+    "Trace",
+    "__version__",
+    "build",
+    "from_hf",
 ]

@@ -53,20 +53,27 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         base = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
         default = field.default
         if base is bool:
-            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                               help=f"(default: {default})")
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=f"(default: {default})"
+            )
         elif field.name in CHOICES:
             group.add_argument(flag, choices=CHOICES[field.name], default=None, help=f"(default: {default})")
         else:
             parse = _optional(base) if optional else base
-            group.add_argument(flag, type=parse, default=None, metavar=base.__name__.upper(),
-                               help=f"(default: {default}{'; none to derive' if optional else ''})")
+            group.add_argument(
+                flag,
+                type=parse,
+                default=None,
+                metavar=base.__name__.upper(),
+                help=f"(default: {default}{'; none to derive' if optional else ''})",
+            )
 
 
 def config_from_args(args: argparse.Namespace, base: ModelConfig | None = None) -> ModelConfig:
     """A ModelConfig from parsed flags; unset flags keep ``base``'s (or the default) values."""
     changes = {
-        f.name: getattr(args, f.name) for f in dataclasses.fields(ModelConfig)
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(ModelConfig)
         if f.name != "extra" and getattr(args, f.name, None) is not None
     }
     if base is None:
@@ -86,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = commands.add_parser(
-        "demo", help="train a small model to copy, then trace its induction head",
+        "demo",
+        help="train a small model to copy, then trace its induction head",
         description="Build a small Llama-style decoder, train it on repeated random sequences for a few "
         "seconds, generate with and without the KV cache, and find its induction head in a trace.",
     )
@@ -95,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
 
     show = commands.add_parser(
-        "config", help="print a validated model configuration as JSON",
+        "config",
+        help="print a validated model configuration as JSON",
         description="Validate a model configuration given as flags and print it as JSON, with its size.",
     )
     add_config_flags(show)

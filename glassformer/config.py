@@ -139,8 +139,17 @@ class ModelConfig:
                     f"{name}={value!r} is not supported; allowed values: "
                     + ", ".join(repr(a) for a in allowed)
                 )
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
-                     "d_head", "d_ff", "max_seq_len", "n_decoder_layers"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "d_head",
+            "d_ff",
+            "max_seq_len",
+            "n_decoder_layers",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
@@ -152,9 +161,7 @@ class ModelConfig:
         if self.positions == "rope" and self.d_head % 2:
             raise ValueError(f"positions='rope' needs an even d_head, got d_head={self.d_head}")
         if self.positions == "sinusoidal" and self.d_model % 2:
-            raise ValueError(
-                f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}"
-            )
+            raise ValueError(f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}")
         for name in DROPOUT_FIELDS:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:

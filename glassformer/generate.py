@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -104,10 +105,11 @@ def stream_ids(
             f"stream_ids cannot stream beam search (num_beams={settings.num_beams}): no token is final "
             "before the search ends; use generate_ids, or num_beams=1"
         )
-    if isinstance(input_ids, torch.Tensor) and input_ids.dim() == 1:
-        input_ids = input_ids[None]
-        attention_mask = None if attention_mask is None else torch.as_tensor(attention_mask)[None]
-    elif isinstance(input_ids, Sequence) and input_ids and not isinstance(input_ids[0], Sequence):
+    if isinstance(input_ids, torch.Tensor):
+        one_prompt = input_ids.dim() == 1
+    else:
+        one_prompt = len(input_ids) > 0 and isinstance(input_ids[0], numbers.Integral)
+    if one_prompt:
         input_ids = [input_ids]
         attention_mask = None if attention_mask is None else [attention_mask]
     prompts, stop_ids = _prepare(net, input_ids, attention_mask, settings)
@@ -132,12 +134,13 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
         )
     prompts = _as_prompts(input_ids, attention_mask)
     for i, row in enumerate(prompts):
-        bad = [t for t in row if not isinstance(t, int) or not 0 <= t < config.vocab_size]
+        bad = [t for t in row if not isinstance(t, numbers.Integral) or not 0 <= t < config.vocab_size]
         if bad:
             raise ValueError(
-                f"prompt {i} holds token id {bad[0]!r}, out of range for vocab_size={config.vocab_size} "
-                f"(valid ids: 0..{config.vocab_size - 1})"
+                f"prompt {i} holds {bad[0]!r}, not a token id of this model "
+                f"(vocab_size={config.vocab_size}: valid ids are the integers 0..{config.vocab_size - 1})"
             )
+    prompts = [[int(t) for t in row] for row in prompts]  # numpy or tensor ints -> int
     if settings.stop_token_ids is not None:
         stop_ids = settings.stop_token_ids
     else:
@@ -164,20 +167,9 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
 
 def _as_prompts(input_ids, attention_mask) -> list[list[int]]:
     """One list of real token ids per prompt: padding (mask 0) removed, whatever its side."""
-    if isinstance(input_ids, torch.Tensor):
-        if input_ids.dim() != 2:
-            raise ValueError(
-                f"input_ids must have shape (batch, seq_len), got shape {tuple(input_ids.shape)}"
-            )
-        rows = input_ids.tolist()
-    elif isinstance(input_ids, Sequence) and all(isinstance(r, Sequence) for r in input_ids):
-        rows = [list(r) for r in input_ids]
-    else:
-        raise ValueError(
-            "input_ids must be a list of token-id lists (one per prompt) or a (batch, seq_len) tensor"
-        )
+    rows = _rows(input_ids, "input_ids")
     if attention_mask is not None:
-        mask = torch.as_tensor(attention_mask).tolist()
+        mask = _rows(attention_mask, "attention_mask")
         if len(mask) != len(rows) or any(len(m) != len(r) for m, r in zip(mask, rows, strict=False)):
             raise ValueError("attention_mask must have the same shape as input_ids (one 0/1 per token)")
         rows = [[t for t, keep in zip(r, m, strict=True) if keep] for r, m in zip(rows, mask, strict=True)]
@@ -189,12 +181,24 @@ def _as_prompts(input_ids, attention_mask) -> list[list[int]]:
     return rows
 
 
+def _rows(x, name: str) -> list[list]:
+    """A b t tensor, or a sequence of lists / arrays / 1-D tensors, as a list of lists."""
+    if isinstance(x, torch.Tensor):
+        if x.dim() != 2:
+            raise ValueError(f"{name} must have shape (batch, seq_len), got shape {tuple(x.shape)}")
+        return x.tolist()
+    try:
+        return [row.tolist() if hasattr(row, "tolist") else list(row) for row in x]
+    except TypeError:
+        raise ValueError(
+            f"{name} must be a list of token-id lists (one per prompt) or a (batch, seq_len) tensor"
+        ) from None
+
+
 def _until_stop(row: list[int], stop_ids: tuple[int, ...]) -> list[int]:
     """The row up to and including its first stop token."""
-    for i, token in enumerate(row):
-        if token in stop_ids:
-            return row[: i + 1]
-    return row
+    ends = [i for i, token in enumerate(row) if token in stop_ids]
+    return row[: ends[0] + 1] if ends else row
 
 
 # ---------------------------------------------------------------------------------------

@@ -103,7 +103,9 @@ class LanguageModel:
             )
             return self.net(ids, dec, attention_mask)
         if decoder_input_ids is not None:
-            raise ValueError(f"decoder_input_ids is only for encoder-decoder models, not {self.config.family!r}")
+            raise ValueError(
+                f"decoder_input_ids is only for encoder-decoder models, not {self.config.family!r}"
+            )
         return self.net(ids, attention_mask)
 
     def logits(
@@ -125,9 +127,7 @@ class LanguageModel:
     ) -> Trace:
         """Capture the named activations (glob patterns) of one forward pass."""
         ids = self.ids(text)
-        return capture(
-            self.net, names, lambda: self._run(ids, decoder_input, None), self._tokens(ids), ids
-        )
+        return capture(self.net, names, lambda: self._run(ids, decoder_input, None), self._tokens(ids), ids)
 
     def activation_names(self) -> list[str]:
         """Every name ``trace`` accepts, in forward order."""
@@ -152,10 +152,7 @@ class LanguageModel:
         whole sequence at every step (the reference the KV cache is tested against).
         """
         use_cache = options.pop("use_cache", True)
-        settings = generation.GenerationSettings(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-            seed=seed, **options,
-        )
+        settings = _settings(max_new_tokens, temperature, top_k, top_p, seed, options)
         rows = self._prompt_rows(prompt)
         new = generation.generate_ids(self.net, rows, settings, use_cache=use_cache)
         if isinstance(prompt, str):
@@ -173,10 +170,7 @@ class LanguageModel:
         **options: Any,
     ) -> Iterator[str | int]:
         """Like `generate` for one prompt, yielding each new token (text or id) as it comes."""
-        settings = generation.GenerationSettings(
-            max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-            seed=seed, **options,
-        )
+        settings = _settings(max_new_tokens, temperature, top_k, top_p, seed, options)
         rows = self._prompt_rows(prompt)
         if len(rows) != 1:
             raise ValueError(f"stream() takes one prompt, got a batch of {len(rows)}")
@@ -211,6 +205,17 @@ class LanguageModel:
             hidden = self.net.encode(ids, mask)  # n t d
             vectors = self.net.pool(hidden, mask, pooling)  # n d
         return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
+
+
+def _settings(max_new_tokens, temperature, top_k, top_p, seed, options) -> generation.GenerationSettings:
+    """GenerationSettings from the facade's arguments. Beam search does not sample, so the
+    facade's sampling defaults (temperature 0.8, top_p 0.95) step aside for it."""
+    if options.get("num_beams", 1) > 1:
+        temperature = 1.0 if temperature == 0.8 else temperature
+        top_p = None if top_p == 0.95 else top_p
+    return generation.GenerationSettings(
+        max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, **options
+    )
 
 
 def _is_batch(prompt: Any) -> bool:

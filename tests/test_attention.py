@@ -51,7 +51,8 @@ def test_encoder_padding_mask_is_bidirectional():
 def test_sliding_window_mask():
     mask = build_mask(t=5, s=5, causal=True, window=2).allowed[0, 0]
     expected = torch.tensor(
-        [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]], dtype=torch.bool
+        [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]],
+        dtype=torch.bool,
     )
     assert torch.equal(mask, expected)
 

@@ -18,18 +18,25 @@ from glassformer.sampling import apply_repetition_penalty, suppress_tokens, top_
 
 V = 64
 GREEDY = GenerationSettings(max_new_tokens=8, greedy=True, stop_token_ids=())
+VARIED = GenerationSettings(max_new_tokens=8, greedy=True, repetition_penalty=5.0, stop_token_ids=())
+SAMPLED = GenerationSettings(max_new_tokens=8, temperature=0.8, top_k=20, seed=3, stop_token_ids=())
 PROMPTS = [[3, 14, 15, 9, 2], [26, 5], [35, 8, 9, 7]]
 
 
 def tiny(**overrides):
     """A 2-layer model with large random weights: sharp next-token distributions that
-    depend on every token and position, so a wrong cache or position shows up."""
-    fields = dict(vocab_size=V, d_model=32, n_layers=2, n_heads=4, max_seq_len=64, **overrides)
+    depend on the whole context, so a wrong cache, position or mask changes the tokens.
+
+    (With the usual small init a random model repeats one token whatever its input.)"""
+    fields = dict(vocab_size=V, d_model=32, n_layers=2, n_heads=4, max_seq_len=64, tie_embeddings=False)
     torch.manual_seed(0)
-    net = build(ModelConfig(**fields)).eval()
+    net = build(ModelConfig(**{**fields, **overrides})).eval()
     with torch.no_grad():
-        for p in net.parameters():
-            p.normal_(0.0, 0.3)
+        for name, p in net.named_parameters():
+            if "embed" in name or name == "shared.weight":
+                p.normal_(0.0, 1.0)
+            elif p.dim() == 2:  # matrices; biases and norm gains keep their init (0 and 1)
+                p.normal_(0.0, 2.0 / p.shape[1] ** 0.5)
     return net
 
 
@@ -76,11 +83,13 @@ def test_greedy_equals_naive_loop():
 def test_stop_token_ends_a_row_and_is_included():
     net = tiny()
     free = [naive_greedy(net, p, 8) for p in PROMPTS]
-    stop = free[0][2]  # the first prompt emits it as its third token
+    first_new = next(i for i, token in enumerate(free[0]) if token != free[0][0])
+    stop = free[0][first_new]
     settings = GenerationSettings(max_new_tokens=8, greedy=True, stop_token_ids=(stop,))
     out = generate_ids(net, PROMPTS, settings)
-    assert out[0] == free[0][:3]
+    assert out[0] == free[0][: first_new + 1]
     assert out == [naive_greedy(net, p, 8, stop=(stop,)) for p in PROMPTS]
+    assert len({len(row) for row in out}) > 1  # rows stopped at different steps
     # Stop ids default to the config's eos_token_id.
     with_eos = tiny(eos_token_id=stop)
     assert generate_ids(with_eos, PROMPTS, GenerationSettings(max_new_tokens=8, greedy=True)) == out
@@ -88,10 +97,18 @@ def test_stop_token_ends_a_row_and_is_included():
 
 def test_min_new_tokens_suppresses_stop_tokens():
     net = tiny()
-    stop = naive_greedy(net, PROMPTS[0], 1)[0]  # would stop at once
-    settings = GenerationSettings(max_new_tokens=6, min_new_tokens=3, greedy=True, stop_token_ids=(stop,))
-    out = generate_ids(net, [PROMPTS[0]], settings)[0]
-    assert len(out) >= 3 and stop not in out[:3]
+    prompt = PROMPTS[2]
+    stop = naive_greedy(net, prompt, 8)[2]  # greedy would stop after 3 tokens
+    seq, expected = list(prompt), []
+    while len(expected) < 8 and stop not in expected:
+        logits = net(torch.tensor([seq]))[0, -1:]
+        if len(expected) < 4:
+            logits = suppress_tokens(logits, torch.tensor([stop]))
+        expected.append(int(logits.argmax()))
+        seq.append(expected[-1])
+    assert len(expected) == 5  # stops at the first step allowed: the boundary is exercised
+    settings = GenerationSettings(max_new_tokens=8, min_new_tokens=4, greedy=True, stop_token_ids=(stop,))
+    assert generate_ids(net, [prompt], settings) == [expected]
 
 
 POSITIONS = ["learned", "sinusoidal", "rope", "alibi", "t5_relative"]
@@ -101,8 +118,7 @@ POSITIONS = ["learned", "sinusoidal", "rope", "alibi", "t5_relative"]
 @pytest.mark.parametrize("positions", POSITIONS)
 def test_cached_equals_uncached(positions, n_kv_heads):
     net = tiny(positions=positions, n_kv_heads=n_kv_heads)
-    sampled = GenerationSettings(max_new_tokens=8, temperature=0.8, top_k=20, seed=3, stop_token_ids=())
-    for settings in (GREEDY, sampled):
+    for settings in (GREEDY, VARIED, SAMPLED):
         cached = generate_ids(net, PROMPTS, settings)
         assert cached == generate_ids(net, PROMPTS, settings, use_cache=False)
     assert generate_ids(net, PROMPTS[:1], GREEDY) == [naive_greedy(net, PROMPTS[0], 8)]
@@ -111,18 +127,27 @@ def test_cached_equals_uncached(positions, n_kv_heads):
 @pytest.mark.parametrize("positions", POSITIONS)
 def test_left_padded_rows_equal_prompts_alone(positions):
     net = tiny(positions=positions, n_kv_heads=2, pad_token_id=1)
-    batch = generate_ids(net, PROMPTS, GREEDY)
-    assert batch == [generate_ids(net, [p], GREEDY)[0] for p in PROMPTS]
-    assert batch == [naive_greedy(net, p, 8) for p in PROMPTS]
+    for settings in (GREEDY, VARIED):
+        batch = generate_ids(net, PROMPTS, settings)
+        assert batch == [generate_ids(net, [p], settings)[0] for p in PROMPTS]
+    assert generate_ids(net, PROMPTS, GREEDY) == [naive_greedy(net, p, 8) for p in PROMPTS]
+
+
+@pytest.mark.parametrize("positions", ["rope", "alibi"])
+def test_sliding_window_cached_equals_uncached_and_alone(positions):
+    net = tiny(positions=positions, attn_window=3)
+    for settings in (VARIED, SAMPLED):
+        assert generate_ids(net, PROMPTS, settings) == generate_ids(net, PROMPTS, settings, use_cache=False)
+    assert generate_ids(net, PROMPTS, VARIED) == [generate_ids(net, [p], VARIED)[0] for p in PROMPTS]
 
 
 def test_padded_tensor_with_mask_any_side():
     net = tiny()
-    expected = generate_ids(net, PROMPTS, GREEDY)
+    expected = generate_ids(net, PROMPTS, VARIED)
     width = max(map(len, PROMPTS))
     right = torch.tensor([p + [0] * (width - len(p)) for p in PROMPTS])
     mask = torch.tensor([[1] * len(p) + [0] * (width - len(p)) for p in PROMPTS])
-    assert generate_ids(net, right, GREEDY, attention_mask=mask) == expected
+    assert generate_ids(net, right, VARIED, attention_mask=mask) == expected
 
 
 def test_max_new_tokens_zero_gives_empty_rows():
@@ -132,10 +157,12 @@ def test_max_new_tokens_zero_gives_empty_rows():
 @pytest.mark.parametrize("positions", ["t5_relative", "sinusoidal"])
 def test_encoder_decoder_cached_equals_uncached_and_naive(positions):
     net = tiny_seq2seq(positions=positions, n_kv_heads=2)
-    cached = generate_ids(net, PROMPTS, GREEDY)
-    assert cached == generate_ids(net, PROMPTS, GREEDY, use_cache=False)
-    assert cached == [naive_greedy(net, p, 8) for p in PROMPTS]  # also: padded sources = alone
-    beams = GenerationSettings(max_new_tokens=6, num_beams=3, stop_token_ids=(cached[1][2],))
+    for settings in (GREEDY, VARIED, SAMPLED):
+        assert generate_ids(net, PROMPTS, settings) == generate_ids(net, PROMPTS, settings, use_cache=False)
+    varied = generate_ids(net, PROMPTS, VARIED)
+    assert varied == [generate_ids(net, [p], VARIED)[0] for p in PROMPTS]  # padded sources = alone
+    assert generate_ids(net, PROMPTS, GREEDY) == [naive_greedy(net, p, 8) for p in PROMPTS]
+    beams = GenerationSettings(max_new_tokens=6, num_beams=3, stop_token_ids=(varied[1][2],))
     assert generate_ids(net, PROMPTS, beams) == generate_ids(net, PROMPTS, beams, use_cache=False)
 
 
@@ -187,7 +214,9 @@ def test_repetition_penalty_in_generation_matches_naive_loop():
         token = int(apply_repetition_penalty(logits, torch.tensor([seq]), penalty).argmax())
         seq.append(token)
         new.append(token)
-    settings = GenerationSettings(max_new_tokens=8, greedy=True, repetition_penalty=penalty, stop_token_ids=())
+    settings = GenerationSettings(
+        max_new_tokens=8, greedy=True, repetition_penalty=penalty, stop_token_ids=()
+    )
     assert generate_ids(net, [prompt], settings) == [new]
     assert new != naive_greedy(net, prompt, 8)  # the penalty changed something
 
@@ -236,6 +265,30 @@ def test_one_beam_is_greedy():
     one_beam = GenerationSettings(max_new_tokens=8, num_beams=1, greedy=True, length_penalty=0.0)
     greedy = GenerationSettings(max_new_tokens=8, greedy=True, stop_token_ids=stop)
     assert _beam_search(net, PROMPTS, one_beam, stop, use_cache=True) == generate_ids(net, PROMPTS, greedy)
+
+
+def naive_beam_search(net, prompt, k, n):
+    """Keep the k best prefixes by summed log-probability, recomputing every sequence.
+
+    Without stop tokens this is all HF's beam search does: every hypothesis has n tokens,
+    so the length penalty cannot reorder them."""
+    beams = [([], 0.0)]
+    for _ in range(n):
+        candidates = []
+        for new, score in beams:
+            logp = net(torch.tensor([prompt + new]))[0, -1].log_softmax(-1)
+            candidates += [(new + [token], score + float(logp[token])) for token in range(V)]
+        beams = sorted(candidates, key=lambda c: -c[1])[:k]
+    return beams[0][0]
+
+
+def test_beam_search_equals_naive_beam_search():
+    net = tiny(positions="rope", pad_token_id=1)
+    settings = GenerationSettings(max_new_tokens=5, num_beams=3, stop_token_ids=())
+    with torch.no_grad():
+        expected = [naive_beam_search(net, p, 3, 5) for p in PROMPTS]
+    assert generate_ids(net, PROMPTS, settings) == expected
+    assert generate_ids(net, PROMPTS, settings, use_cache=False) == expected
 
 
 def test_beams_as_wide_as_the_tree_find_the_most_likely_sequence():
@@ -313,7 +366,8 @@ def test_generation_errors():
     cases = [
         (lambda: generate_ids(tiny(family="encoder"), PROMPTS, settings), "cannot generate with a 'encoder'"),
         (lambda: generate_ids(net, [[1, 2], []], settings), "prompt 1 is empty"),
-        (lambda: generate_ids(net, [[1, V]], settings), f"prompt 0 holds token id {V}, out of range"),
+        (lambda: generate_ids(net, [[1, V]], settings), f"prompt 0 holds {V}, not a token id"),
+        (lambda: generate_ids(net, [[1, 2.5]], settings), "prompt 0 holds 2.5, not a token id"),
         (lambda: generate_ids(net, [], settings), "holds no prompt"),
         (lambda: generate_ids(net, [1, 2, 3], settings), "list of token-id lists"),
         (lambda: generate_ids(net, torch.tensor([1, 2]), settings), r"shape \(batch, seq_len\)"),

@@ -30,8 +30,17 @@ CONTRACT = {
 
 
 def expected_shapes(config, prefix, t, s=None):
-    sizes = dict(b=2, t=t, s=s or t, h=config.n_heads, g=config.n_kv_heads, d=config.d_model,
-                 e=config.d_head, f=config.d_ff, v=config.vocab_size)
+    sizes = dict(
+        b=2,
+        t=t,
+        s=s or t,
+        h=config.n_heads,
+        g=config.n_kv_heads,
+        d=config.d_model,
+        e=config.d_head,
+        f=config.d_ff,
+        v=config.vocab_size,
+    )
     shapes = {}
     for name, letters in CONTRACT.items():
         for i in range(config.n_layers):

@@ -156,8 +156,12 @@ def load_mapped(
 def hf_activation(name: str) -> str:
     """Our activation for an HF ``hidden_act`` / ``activation_function`` name."""
     table = {
-        "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-        "relu": "relu", "silu": "silu", "swish": "silu",
+        "gelu": "gelu",
+        "gelu_new": "gelu_tanh",
+        "gelu_pytorch_tanh": "gelu_tanh",
+        "relu": "relu",
+        "silu": "silu",
+        "swish": "silu",
     }
     if name not in table:
         raise ValueError(f"activation {name!r} is not supported; supported: {', '.join(table)}")

@@ -86,6 +86,7 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
             out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{theirs}.self_attn.o_proj.bias"))
         if config.ffn_bias:
             out += [
-                Mapped(f"{ours}.ffn.{n}_proj.bias", f"{theirs}.mlp.{n}_proj.bias") for n in ("gate", "up", "down")
+                Mapped(f"{ours}.ffn.{n}_proj.bias", f"{theirs}.mlp.{n}_proj.bias")
+                for n in ("gate", "up", "down")
             ]
     return out

@@ -24,7 +24,9 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     activations = {"relu": "relu", "gated-gelu": "geglu_tanh", "gated-relu": None, "gelu": "gelu"}
     activation = activations.get(projection)
     if activation is None:
-        raise ValueError(f"T5 feed_forward_proj={projection!r} is not supported; supported: relu, gelu, gated-gelu")
+        raise ValueError(
+            f"T5 feed_forward_proj={projection!r} is not supported; supported: relu, gelu, gated-gelu"
+        )
     tied = bool(hf.get("tie_word_embeddings", True))
     pad = special_id(hf, "pad_token_id")
     start = special_id(hf, "decoder_start_token_id")

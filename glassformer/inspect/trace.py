@@ -37,9 +37,8 @@ class Trace(Mapping[str, torch.Tensor]):
 
     def __getitem__(self, name: str) -> torch.Tensor:
         if name not in self._activations:
-            raise KeyError(
-                f"{name!r} was not captured in this trace; captured: {', '.join(self._activations) or 'nothing'}"
-            )
+            captured = ", ".join(self._activations) or "nothing"
+            raise KeyError(f"{name!r} was not captured in this trace; captured: {captured}")
         return self._activations[name]
 
     def __iter__(self) -> Iterator[str]:

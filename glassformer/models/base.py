@@ -43,7 +43,7 @@ class TransformerModel(nn.Module):
         try:
             yield
         finally:
-            for m, old in zip(modules, before):
+            for m, old in zip(modules, before, strict=True):
                 m.impl = old
 
     def check_ids(self, ids: torch.Tensor, name: str = "input_ids") -> None:

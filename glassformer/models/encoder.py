@@ -1,9 +1,9 @@
 """Encoder-only model, BERT style: bidirectional attention, masked-LM head, pooling.
 
-    hidden = blocks(embed(ids, segments))                    no causal mask
-    MLM logits = W_E^T . LN(act(W_t hidden + b_t)) + b       (BERT's prediction head)
-    pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optional)
-    mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
+hidden = blocks(embed(ids, segments))                    no causal mask
+MLM logits = W_E^T . LN(act(W_t hidden + b_t)) + b       (BERT's prediction head)
+pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optional)
+mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
 """
 
 from __future__ import annotations

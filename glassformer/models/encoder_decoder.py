@@ -64,7 +64,11 @@ class EncoderDecoderLM(TransformerModel):
         """
         self.check_ids(decoder_input_ids, "decoder_input_ids")
         x = self.decoder(
-            decoder_input_ids, decoder_attention_mask, cache=cache, context=memory, context_mask=attention_mask
+            decoder_input_ids,
+            decoder_attention_mask,
+            cache=cache,
+            context=memory,
+            context_mask=attention_mask,
         )
         if self.config.lm_head_input_scale != 1.0:
             x = x * self.config.lm_head_input_scale
@@ -79,4 +83,6 @@ class EncoderDecoderLM(TransformerModel):
         decoder_attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         memory = self.encode(input_ids, attention_mask)
-        return self.decode(decoder_input_ids, memory, attention_mask, decoder_attention_mask=decoder_attention_mask)
+        return self.decode(
+            decoder_input_ids, memory, attention_mask, decoder_attention_mask=decoder_attention_mask
+        )

@@ -80,8 +80,12 @@ class TransformerStack(nn.Module):
         self._check_positions(q_positions)
 
         mask = build_mask(
-            t=t, s=s, causal=self.causal, key_padding=attention_mask,
-            window=self.config.attn_window, device=device,
+            t=t,
+            s=s,
+            causal=self.causal,
+            key_padding=attention_mask,
+            window=self.config.attn_window,
+            device=device,
         )
         bias = None
         if self.alibi is not None:

@@ -54,9 +54,7 @@ class Attention(nn.Module):
         self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's set_attention_impl
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
-        self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (
-            HookPoint(n) for n in names[4:]
-        )
+        self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (HookPoint(n) for n in names[4:])
 
     def forward(
         self,
@@ -143,9 +141,14 @@ class Attention(nn.Module):
         elif allowed is not None and not is_causal:
             attn_mask = allowed
         z = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, is_causal=is_causal,
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            is_causal=is_causal,
             dropout_p=self.dropout_p if self.training else 0.0,
-            scale=self.scale, enable_gqa=self.n_kv_heads != self.n_heads,
+            scale=self.scale,
+            enable_gqa=self.n_kv_heads != self.n_heads,
         )  # b h t e
         if mask is not None and mask.may_empty_rows:
             z = z.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # as the explicit path

@@ -68,7 +68,9 @@ class Block(nn.Module):
         if self.cross_attn is not None:
             x = self.hook_resid_cross(
                 self._sublayer(
-                    x, self.cross_norm, lambda y: self.cross_attn(y, context_mask, context=context, cache=cache)
+                    x,
+                    self.cross_norm,
+                    lambda y: self.cross_attn(y, context_mask, context=context, cache=cache),
                 )
             )
         return self.hook_resid_post(self._sublayer(x, self.ffn_norm, self.ffn))

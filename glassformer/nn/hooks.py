@@ -48,8 +48,7 @@ class HookPoint:
             if out is not None:
                 if out.shape != x.shape:
                     raise ValueError(
-                        f"hook on {self.name!r} returned shape {tuple(out.shape)}, "
-                        f"expected {tuple(x.shape)}"
+                        f"hook on {self.name!r} returned shape {tuple(out.shape)}, expected {tuple(x.shape)}"
                     )
                 x = out
         return x

@@ -40,7 +40,11 @@ class KVCache:
 
     @classmethod
     def for_model(
-        cls, config: ModelConfig, batch: int, max_len: int, dtype: torch.dtype = torch.float32,
+        cls,
+        config: ModelConfig,
+        batch: int,
+        max_len: int,
+        dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> KVCache:
         """A cache for the model's (decoder) stack, for ``max_len`` tokens in total."""
@@ -72,10 +76,16 @@ class KVCache:
         """Mark t more slots filled; called once per forward pass, after every layer."""
         self.length += t
 
+    def reset(self) -> None:
+        """Forget everything (also the cross-attention K/V) to reuse the memory for a new input."""
+        self.length = 0
+        self.cross = [None] * len(self.cross)
+
     def reorder(self, index: torch.Tensor) -> None:
         """Keep batch rows ``index`` (beam search: each beam continues a parent beam)."""
-        self.keys.copy_(self.keys.index_select(1, index))
-        self.values.copy_(self.values.index_select(1, index))
+        filled = slice(0, self.length)  # the free slots hold nothing worth copying
+        self.keys[:, :, :, filled] = self.keys[:, :, :, filled].index_select(1, index)
+        self.values[:, :, :, filled] = self.values[:, :, :, filled].index_select(1, index)
         self.cross = [
             None if kv is None else (kv[0].index_select(0, index), kv[1].index_select(0, index))
             for kv in self.cross

@@ -180,4 +180,6 @@ class T5RelativeBias(nn.Module):
         return nn.functional.embedding(buckets, self.weight).permute(0, 3, 1, 2)  # b h t s
 
     def extra_repr(self) -> str:
-        return f"buckets={self.n_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
+        return (
+            f"buckets={self.n_buckets}, max_distance={self.max_distance}, bidirectional={self.bidirectional}"
+        )
