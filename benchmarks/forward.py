@@ -7,7 +7,7 @@ noise hits all alike; we print medians and ratios. Goal: ours / HF <= 1.0.
 It also measures what unused hook points cost: an empty HookPoint call, times the
 number of points in one forward, against the forward's time.
 
-    python benchmarks/forward.py [--layers 12 --d-model 768 --batch 1 --seq 256]
+    python -m benchmarks.forward [--layers 12 --d-model 768 --batch 1 --seq 256]
 """
 
 from __future__ import annotations

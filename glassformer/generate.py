@@ -227,7 +227,7 @@ class _Sequences:
             mask[i, p - len(row) :] = 1
         if self.encoder_decoder:
             self.memory, self.memory_mask = net.encode(ids, mask), mask  # b s d, b s
-            ids = torch.full((b, 1), _decoder_start(config), dtype=torch.long, device=self.device)  # b 1
+            ids = torch.full((b, 1), decoder_start_id(config), dtype=torch.long, device=self.device)  # b 1
             mask = torch.ones_like(ids)
             p = 1
         self.batch, self.prompt_len, self.length = b, p, p
@@ -275,7 +275,8 @@ class _Sequences:
         return self.tokens[:, self.prompt_len : self.length]
 
 
-def _decoder_start(config) -> int:
+def decoder_start_id(config) -> int:
+    """The first decoder token of an encoder-decoder model."""
     for name in ("decoder_start_token_id", "pad_token_id"):  # T5 starts from its pad token
         if getattr(config, name) is not None:
             return getattr(config, name)

@@ -85,21 +85,15 @@ class LanguageModel:
             return [self.tokenizer.decode([i]) for i in ids[0].tolist()]
         return [str(i) for i in ids[0].tolist()]
 
-    def _decoder_start(self, batch: int) -> torch.Tensor:
-        start = self.config.decoder_start_token_id
-        if start is None:
-            start = self.config.pad_token_id
-        if start is None:
-            raise ValueError("config has no decoder_start_token_id or pad_token_id: pass decoder_input_ids")
-        return torch.full((batch, 1), start, dtype=torch.long, device=self._device)
-
     # forward -----------------------------------------------------------------------
     def _run(self, ids, decoder_input_ids, attention_mask) -> torch.Tensor:
         if isinstance(self.net, EncoderDecoderLM):
             dec = (
                 self.ids(decoder_input_ids, "decoder_input_ids")
                 if decoder_input_ids is not None
-                else self._decoder_start(ids.shape[0])
+                else torch.full(
+                    (ids.shape[0], 1), generation.decoder_start_id(self.config), device=ids.device
+                )
             )
             return self.net(ids, dec, attention_mask)
         if decoder_input_ids is not None:

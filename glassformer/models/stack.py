@@ -72,6 +72,8 @@ class TransformerStack(nn.Module):
         past = cache.length if cache is not None else 0
         s = past + t
         device = input_ids.device
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None  # nothing padded: skip building and applying a padding mask
         if attention_mask is not None:
             k_positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # b s
         else:

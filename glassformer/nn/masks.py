@@ -46,6 +46,8 @@ def build_mask(
     """Combine causal, sliding-window and padding constraints into one boolean mask."""
     past = s - t
     allowed = None
+    if t == 1 and window is None:
+        causal = False  # one query in the last slot: every key is in its past already
     if causal or window is not None:
         q_slot = torch.arange(past, s, device=device)[:, None]  # t 1
         k_slot = torch.arange(s, device=device)[None, :]  # 1 s
