@@ -29,8 +29,6 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
             raise ValueError(f"Marian with {enc}={hf[enc]} != {dec}={hf[dec]} is not supported")
     if not hf.get("share_encoder_decoder_embeddings", True) or not hf.get("tie_word_embeddings", True):
         raise ValueError("Marian without shared, tied embeddings is not supported")
-    pad = special_id(hf, "pad_token_id")
-    start = special_id(hf, "decoder_start_token_id")
     return ModelConfig(
         family="encoder_decoder",
         vocab_size=hf["vocab_size"],
@@ -49,9 +47,9 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         embed_scale=bool(hf.get("scale_embedding", False)),
         tie_embeddings=True,
         lm_head_bias=True,
-        pad_token_id=pad,
+        pad_token_id=special_id(hf, "pad_token_id"),
         eos_token_id=special_id(hf, "eos_token_id"),
-        decoder_start_token_id=start if start is not None else pad,  # Marian starts from <pad>
+        decoder_start_token_id=special_id(hf, "decoder_start_token_id"),  # None: start from <pad>
     )
 
 

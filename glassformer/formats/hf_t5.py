@@ -28,8 +28,6 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
             f"T5 feed_forward_proj={projection!r} is not supported; supported: relu, gelu, gated-gelu"
         )
     tied = bool(hf.get("tie_word_embeddings", True))
-    pad = special_id(hf, "pad_token_id")
-    start = special_id(hf, "decoder_start_token_id")
     return ModelConfig(
         family="encoder_decoder",
         vocab_size=hf["vocab_size"],
@@ -53,9 +51,9 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         norm_eps=hf.get("layer_norm_epsilon", 1e-6),
         tie_embeddings=tied,
         lm_head_input_scale=hf["d_model"] ** -0.5 if tied else 1.0,
-        pad_token_id=pad,
+        pad_token_id=special_id(hf, "pad_token_id"),
         eos_token_id=special_id(hf, "eos_token_id"),
-        decoder_start_token_id=start if start is not None else pad,  # T5 starts from <pad>
+        decoder_start_token_id=special_id(hf, "decoder_start_token_id"),  # None: start from <pad>
     )
 
 
