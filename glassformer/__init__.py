@@ -21,6 +21,7 @@ from glassformer.inspect.trace import Trace
 from glassformer.lm import LanguageModel
 from glassformer.models import build
 from glassformer.nn.kv_cache import KVCache
+from glassformer.tokenizers import Tokenizer, load_tokenizer
 
 __version__ = "0.1.0"
 
@@ -41,8 +42,10 @@ __all__ = [
     "KVCache",
     "LanguageModel",
     "ModelConfig",
+    "Tokenizer",
     "Trace",
     "__version__",
     "build",
     "from_hf",
+    "load_tokenizer",
 ]
