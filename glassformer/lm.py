@@ -81,8 +81,8 @@ class LanguageModel:
         return next(self.net.parameters()).device
 
     def _tokens(self, ids: torch.Tensor) -> list[str]:
-        if self.tokenizer is not None and hasattr(self.tokenizer, "decode"):
-            return [self.tokenizer.decode([i]) for i in ids[0].tolist()]
+        if self.tokenizer is not None:
+            return [self.tokenizer.id_to_token(i) for i in ids[0].tolist()]
         return [str(i) for i in ids[0].tolist()]
 
     # forward -----------------------------------------------------------------------
