@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_config_flags(show)
 
+    from glassformer.train.commands import add_commands
+
+    add_commands(commands)
+
     tokenize = commands.add_parser(
         "tokenize",
         help="show how a tokenizer splits a text",
@@ -183,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             config = config_from_args(args)
             print(config.to_json())
             print(f"# {build(config).num_parameters():,} parameters", file=sys.stderr)
+        elif args.command in ("data", "train", "generate", "eval", "runs"):
+            from glassformer.train.commands import run_command
+
+            return run_command(args)
         elif args.command == "tokenize":
             return _tokenize(args)
         elif args.command == "tokenizer":

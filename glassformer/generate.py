@@ -150,17 +150,15 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
             raise ValueError(f"stop token id {token} is out of range for vocab_size={config.vocab_size}")
     if config.positions == "learned":
         longest = max(len(row) for row in prompts)
-        # The last new token is never fed back, hence the - 1.
-        needed = (
-            settings.max_new_tokens
-            if config.family == "encoder_decoder"
-            else longest + settings.max_new_tokens - 1
-        )
-        if max(needed, longest) > config.max_seq_len:
+        if longest > config.max_seq_len:
             raise ValueError(
-                f"a prompt of {longest} tokens and max_new_tokens={settings.max_new_tokens} need "
-                f"{max(needed, longest)} positions, more than max_seq_len={config.max_seq_len} of this model "
-                "(learned positions cannot extrapolate); shorten the prompt or lower max_new_tokens"
+                f"a prompt of {longest} tokens is longer than max_seq_len={config.max_seq_len} of this model "
+                "(learned positions cannot extrapolate); shorten the prompt"
+            )
+        if config.family == "encoder_decoder" and settings.max_new_tokens > config.max_seq_len:
+            raise ValueError(
+                f"max_new_tokens={settings.max_new_tokens} is more than the decoder's max_seq_len="
+                f"{config.max_seq_len} (learned positions cannot extrapolate); lower max_new_tokens"
             )
     return prompts, stop_ids
 
@@ -237,14 +235,25 @@ class _Sequences:
         self.mask[:, :p] = mask
         self.padded = bool((mask == 0).any())  # without padding the model needs no mask
         self.cache = None
+        # Learned positions end at max_seq_len: past it, keep the last max_seq_len tokens as
+        # the context and recompute them at every step (nanoGPT's crop; no cache).
+        self.window = None
+        if (
+            config.positions == "learned"
+            and config.family == "decoder"
+            and p + max_new_tokens - 1 > config.max_seq_len
+        ):
+            self.window, use_cache = config.max_seq_len, False
         if use_cache:
             self.cache = KVCache.for_model(config, b, p + max_new_tokens, param.dtype, self.device)
 
     def next_logits(self) -> torch.Tensor:
         """Scores for the next token of every row.  -> b v (float32)."""
         start = self.cache.length if self.cache is not None else 0  # the cache holds the rest
+        if self.window is not None:
+            start = max(0, self.length - self.window)  # the last max_seq_len tokens only
         new = self.tokens[:, start : self.length]  # b t
-        mask = self.mask[:, : self.length] if self.padded else None  # b s: cache + new tokens
+        mask = self.mask[:, (0 if self.cache is not None else start) : self.length] if self.padded else None
         if self.encoder_decoder:
             logits = self.net.decode(
                 new, self.memory, self.memory_mask, decoder_attention_mask=mask, cache=self.cache

@@ -377,8 +377,8 @@ def test_generation_errors():
             f"stop token id {V} is out of range",
         ),
         (
-            lambda: generate_ids(net, [[1] * 60], GenerationSettings(max_new_tokens=10)),
-            "need 69 positions, more than max_seq_len=64",
+            lambda: generate_ids(net, [[1] * 70], GenerationSettings(max_new_tokens=10)),
+            "a prompt of 70 tokens is longer than max_seq_len=64",
         ),
         (lambda: list(stream_ids(net, PROMPTS, settings)), "streams one prompt, got a batch of 3"),
         (lambda: stream_ids(net, [1, 2], GenerationSettings(num_beams=2)), "cannot stream beam search"),
@@ -390,3 +390,18 @@ def test_generation_errors():
     for call, message in cases:
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def test_learned_positions_generate_past_max_seq_len_with_a_sliding_context():
+    """nanoGPT's crop: past max_seq_len the model sees only the last max_seq_len tokens."""
+    net = tiny(positions="learned", max_seq_len=8)
+    prompt = [1, 2, 3]
+    ours = generate_ids(net, [prompt], GenerationSettings(max_new_tokens=12, min_new_tokens=12, greedy=True))[
+        0
+    ]
+    sequence = list(prompt)
+    with torch.no_grad():
+        for _ in range(12):
+            window = torch.tensor([sequence[-8:]])
+            sequence.append(int(net(window)[0, -1].argmax()))
+    assert ours == sequence[3:]

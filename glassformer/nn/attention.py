@@ -70,22 +70,47 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
         x = self.hook_in(x)
-        q = self.q_proj(x).view(b, t, h, e).transpose(1, 2)  # b h t e
-        if self.cross and cache is not None and cache.cross[self.layer] is not None:
-            k, v = cache.cross[self.layer]  # computed once from the encoder output
-        else:
-            source = context if self.cross else x
-            s_new = source.shape[1]
-            k = self.k_proj(source).view(b, s_new, g, e).transpose(1, 2)  # b g s e
-            v = self.v_proj(source).view(b, s_new, g, e).transpose(1, 2)  # b g s e
-            if rope is not None and not self.cross:
-                q, k = rope.apply(q), rope.apply(k)
-            if cache is not None:
-                if self.cross:
+        if self.cross:
+            q = self.q_proj(x).view(b, t, h, e).transpose(1, 2)  # b h t e
+            if cache is not None and cache.cross[self.layer] is not None:
+                k, v = cache.cross[self.layer]  # computed once from the encoder output
+            else:
+                s = context.shape[1]
+                k = self.k_proj(context).view(b, s, g, e).transpose(1, 2)  # b g s e
+                v = self.v_proj(context).view(b, s, g, e).transpose(1, 2)  # b g s e
+                if cache is not None:
                     cache.cross[self.layer] = (k, v)
-                else:
-                    k, v = cache.append(self.layer, k, v)  # b g s e, all keys so far
+        else:
+            q, k, v = self._self_projections(x, rope)  # b h t e, b g t e, b g t e
+            if cache is not None:
+                k, v = cache.append(self.layer, k, v)  # b g s e, all keys so far
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        z = self._attend(q, k, v, mask, bias)  # b t (h e)
+        return self.hook_out(self.o_proj(z))  # b t d
+
+    def _self_projections(self, x: torch.Tensor, rope: Rotation | None):
+        """q, k, v of self-attention with one matrix product: W_Q, W_K, W_V stacked (as
+        GPT-2's c_attn), then RoPE applied to q and k together.  b t d -> b h t e, b g t e x2."""
+        b, t, _ = x.shape
+        h, g, e = self.n_heads, self.n_kv_heads, self.d_head
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (h+2g)e d
+        bias = None
+        if self.q_proj.bias is not None:
+            bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        qkv = F.linear(x, weight, bias).view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
+        qk, v = qkv[:, : h + g], qkv[:, h + g :]
+        if rope is not None:
+            qk = rope.apply(qk)
+        return qk[:, :h], qk[:, h:], v
+
+    def _attend(self, q, k, v, mask: AttentionMask | None, bias: torch.Tensor | None) -> torch.Tensor:
+        """Attention from projected heads to concatenated head outputs: -> b t (h e)."""
+        if torch.is_autocast_enabled("cpu") and q.device.type == "cpu":
+            # CPU attention kernels are slower in bf16 than in fp32 (backward ~5x): keep
+            # attention in fp32 and let autocast speed up the projections around it.
+            with torch.autocast("cpu", enabled=False):
+                return self._attend(q.float(), k.float(), v.float(), mask, bias)
+        b, t = q.shape[0], q.shape[2]
         if self._explicit():
             z, changed = self._explicit_attention(q, k, v, mask, bias)
             if self.impl == "auto" and not changed and not self.training:
@@ -95,8 +120,7 @@ class Attention(nn.Module):
         else:
             z = self._fused_attention(q, k, v, mask, bias)
         z = self.hook_z(z)  # b h t e
-        out = self.o_proj(z.transpose(1, 2).reshape(b, t, h * e))  # b t d
-        return self.hook_out(out)
+        return z.transpose(1, 2).reshape(b, t, self.n_heads * self.d_head)  # b t (h e)
 
     def _explicit(self) -> bool:
         if self.impl == "auto":

@@ -80,15 +80,19 @@ class Rotation:
     cos: torch.Tensor
     sin: torch.Tensor
     style: str
+    signed_sin: torch.Tensor | None = None  # rotate_half: [-sin, sin] over the two halves
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
-        """x * cos + rotate(x) * sin, where rotate maps each pair (a, b) to (-b, a).  b h t e."""
+        """x * cos + rotate(x) * sin, where rotate maps each pair (a, b) to (-b, a).  b h t e.
+
+        rotate_half pairs feature i with i + e/2: rotate(x) = [-x2, x1], computed as
+        roll(x, e/2) = [x2, x1] times a sine whose first half is negated (three kernels
+        instead of five: this runs twice per layer in every training step).
+        """
         if self.style == "rotate_half":
-            first, second = x.chunk(2, dim=-1)
-            rotated = torch.cat([-second, first], dim=-1)
-        else:
-            even, odd = x[..., 0::2], x[..., 1::2]
-            rotated = torch.stack([-odd, even], dim=-1).flatten(-2)
+            return torch.addcmul(x * self.cos, x.roll(x.shape[-1] // 2, dims=-1), self.signed_sin)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        rotated = torch.stack([-odd, even], dim=-1).flatten(-2)
         return x * self.cos + rotated * self.sin
 
 
@@ -114,7 +118,10 @@ class RotaryEmbedding(nn.Module):
         else:
             angles = angles.repeat_interleave(2, dim=-1)  # b t e
         cos, sin = angles.cos().unsqueeze(1).to(dtype), angles.sin().unsqueeze(1).to(dtype)
-        return Rotation(cos, sin, self.style)
+        if self.style != "rotate_half":
+            return Rotation(cos, sin, self.style)
+        half = sin.shape[-1] // 2
+        return Rotation(cos, sin, self.style, torch.cat([-sin[..., :half], sin[..., half:]], dim=-1))
 
     def extra_repr(self) -> str:
         return f"style={self.style!r}, position_scale={self.position_scale}"

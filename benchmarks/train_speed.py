@@ -1,0 +1,157 @@
+"""Training throughput: our trainer on the shakespeare-char preset vs a nanoGPT-equivalent loop.
+
+Both train on the same Shakespeare character ids at nanoGPT's CPU sizes (4 layers,
+4 heads, d_model 128, context 64, batch 12). Rounds alternate (ours, baseline, ours,
+...) so machine noise hits both alike; we print median tokens/s and the ratio, and the
+model FLOPs utilisation (MFU) against this machine's matmul peak measured in the same
+run (fp32 and bf16, the best of a few GEMM shapes).
+
+Ours also runs with nanoGPT's exact architecture (learned positions, GELU, LayerNorm),
+so the speed of the implementation and that of the preset's choices can be told apart.
+``--full`` also trains both for the whole 2,000 steps and compares validation loss.
+
+    python -m benchmarks.train_speed [--rounds 5 --steps 60] [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from benchmarks.nanogpt_baseline import PlainGPT, train_plain
+from glassformer.train import metrics
+from glassformer.train.runs import prepare
+from glassformer.train.settings import apply_overrides, load_preset
+from glassformer.train.trainer import Trainer
+
+NANOGPT_ARCHITECTURE = ['model.positions="learned"', 'model.activation="gelu"', 'model.norm="layernorm"']
+
+
+def matmul_peak(dtype: torch.dtype) -> float:
+    """Best GFLOP/s over a few GEMM shapes (the model's own and a square one)."""
+    best = 0.0
+    for m, k, n in [(768, 128, 512), (768, 512, 128), (1024, 1024, 1024)]:
+        a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+        for _ in range(3):
+            a @ b
+        start = time.perf_counter()
+        for _ in range(20):
+            a @ b
+        best = max(best, 2 * m * k * n * 20 / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def flops_per_token(n_params: int, n_layers: int, d_model: int, context: int) -> float:
+    """6N for the weights (forward + backward) + 12 L d T for attention scores (PaLM, App. B)."""
+    return 6 * n_params + 12 * n_layers * d_model * context
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=60, help="training steps per round")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--full", action="store_true", help="also train both 2,000 steps and compare val loss"
+    )
+    args = parser.parse_args()
+    torch.set_flush_denormal(True)
+
+    trainers = {}
+    for label, overrides in [("ours (preset)", []), ("ours (nanoGPT architecture)", NANOGPT_ARCHITECTURE)]:
+        run = apply_overrides(load_preset("shakespeare-char"), ["train.tensorboard=false", *overrides])
+        prepared = prepare(run, args.data_dir, log=lambda _: None)
+        trainers[label] = Trainer(
+            run,
+            prepared.net,
+            prepared.tokenizer,
+            prepared.train_batches,
+            prepared.val_batches,
+            "/tmp/gf-bench-run",
+        )
+    first = next(iter(trainers.values()))
+    run, vocab = first.run, first.tokenizer.vocab_size
+    train_ids = np.asarray(first.train_batches.ids)
+    tokens_per_step = run.train.batch_size * run.train.context
+    print(
+        f"shakespeare-char sizes: {first.net.config.n_layers} layers, d_model {first.net.config.d_model}, "
+        f"context {run.train.context}, batch {run.train.batch_size}; vocab {vocab}; "
+        f"torch threads {torch.get_num_threads()}"
+    )
+
+    def plain_round() -> float:
+        start = time.perf_counter()
+        train_plain(train_ids, vocab, args.steps)
+        return args.steps * tokens_per_step / (time.perf_counter() - start)
+
+    def ours_round(trainer: Trainer) -> float:
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            trainer.train_step()
+        return args.steps * tokens_per_step / (time.perf_counter() - start)
+
+    speeds: dict[str, list[float]] = {"nanoGPT-equivalent loop (fp32)": [], **{k: [] for k in trainers}}
+    for _ in range(args.rounds):
+        speeds["nanoGPT-equivalent loop (fp32)"].append(plain_round())
+        for label, trainer in trainers.items():
+            speeds[label].append(ours_round(trainer))
+    medians = {k: statistics.median(v) for k, v in speeds.items()}
+    base = medians["nanoGPT-equivalent loop (fp32)"]
+    peak32, peak16 = matmul_peak(torch.float32), matmul_peak(torch.bfloat16)
+    baseline_params = sum(p.numel() for p in PlainGPT(vocab, run.train.context, 128, 4, 4).parameters())
+    print(f"matmul peak measured now: fp32 {peak32:.0f} GFLOP/s, bf16 {peak16:.0f} GFLOP/s")
+    for label, tokens_per_s in medians.items():
+        trainer = trainers.get(label)
+        n_params = trainer.net.num_parameters() if trainer else baseline_params
+        achieved = tokens_per_s * flops_per_token(n_params, 4, 128, run.train.context) / 1e9
+        bf16 = trainer is not None and trainer.settings.dtype == "bfloat16"
+        peak, kind = (peak16, "bf16") if bf16 else (peak32, "fp32")
+        print(
+            f"{label:<32} {tokens_per_s:9,.0f} tokens/s  x{tokens_per_s / base:4.2f} baseline   "
+            f"{achieved:5.1f} GFLOP/s = MFU {achieved / peak:5.1%} of the {kind} peak"
+        )
+    print(f"goal: ours (preset) >= 1.2x baseline: {medians['ours (preset)'] / base:.2f}x")
+
+    if args.full:
+        full_comparison(args, train_ids, vocab)
+
+
+def full_comparison(args, train_ids: np.ndarray, vocab: int) -> None:
+    """Train both recipes 2,000 steps; compare validation loss on the same windows."""
+    run = apply_overrides(load_preset("shakespeare-char"), ["train.tensorboard=false"])
+    prepared = prepare(run, args.data_dir, log=lambda _: None)
+    trainer = Trainer(
+        run,
+        prepared.net,
+        prepared.tokenizer,
+        prepared.train_batches,
+        prepared.val_batches,
+        "/tmp/gf-bench-full",
+        log=lambda _: None,
+    )
+    start = time.perf_counter()
+    trainer.fit()
+    ours_s = time.perf_counter() - start
+    ours_loss = trainer.evaluate().loss
+
+    torch.manual_seed(1337)
+    start = time.perf_counter()
+    model = train_plain(train_ids, vocab, run.train.steps, return_model=True)
+    plain_s = time.perf_counter() - start
+    with torch.no_grad():
+        losses = [model(b["input_ids"], b["labels"]).item() for b in prepared.val_batches]
+    print(
+        f"2,000 steps: ours val loss {ours_loss:.4f} in {ours_s:.0f} s; "
+        f"nanoGPT-equivalent val loss {statistics.mean(losses):.4f} in {plain_s:.0f} s (same val windows)"
+    )
+    print(f"cross-check: {metrics.perplexity(ours_loss):.3f} perplexity")
+
+
+if __name__ == "__main__":
+    main()

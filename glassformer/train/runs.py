@@ -1,0 +1,176 @@
+"""From a `RunConfig` to everything the trainer needs: tokenizer, model, batches, samplers.
+
+* LM / MLM on a corpus: the corpus ("shakespeare" or .txt files), a tokenizer ("char":
+  the corpus's characters, nanoGPT style; "bpe": a byte-level BPE trained on the
+  training split and cached; or a tokenizer file), the ids tokenized once into
+  memory-mapped files in the data directory, random windows for training and a fixed
+  set of validation windows.
+* Synthetic tasks (``objective = "task"`` for decoders, ``"seq2seq"`` for encoder-
+  decoders): the task's pairs, a different seed for validation, and exact match of
+  greedy answers on held-out examples as an extra metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from glassformer.generate import GenerationSettings, generate_ids
+from glassformer.models import TransformerModel, build
+from glassformer.tokenizers import Tokenizer, load_tokenizer
+from glassformer.tokenizers.char import CharTokenizer
+from glassformer.train import corpus as corpora
+from glassformer.train.data import LMBatches, MLMBatches, token_file
+from glassformer.train.settings import RunConfig
+from glassformer.train.tasks import TASKS, make_task
+
+MASK, PAD, EOT = "[MASK]", "[PAD]", "<|endoftext|>"
+
+
+@dataclass
+class Prepared:
+    """A run ready to train."""
+
+    net: TransformerModel
+    tokenizer: Tokenizer
+    train_batches: Any
+    val_batches: list[dict[str, torch.Tensor]]
+    sample: Callable[[TransformerModel], str] | None
+    extra_eval: Callable[[TransformerModel], dict[str, float]] | None
+    val_chars_per_token: float | None = None
+
+
+def prepare(
+    run: RunConfig, data_dir: str | Path | None = None, log: Callable[[str], None] = print
+) -> Prepared:
+    data_dir = Path(data_dir or corpora.default_data_dir())
+    torch.manual_seed(run.train.seed)
+    if run.data.objective in ("task", "seq2seq"):
+        return _prepare_task(run)
+    return _prepare_corpus(run, data_dir, log)
+
+
+def load_corpus(name: str, data_dir: Path) -> corpora.Corpus:
+    if name == "shakespeare":
+        return corpora.shakespeare(data_dir)
+    if name in TASKS:
+        raise ValueError(f"{name!r} is a synthetic task: set data.objective to 'task' or 'seq2seq'")
+    return corpora.text_files(name)
+
+
+def _tokenizer(run: RunConfig, corpus: corpora.Corpus, data_dir: Path, log) -> Tokenizer:
+    kind = run.data.tokenizer
+    mlm = run.data.objective == "mlm"
+    if kind == "char":
+        specials = (MASK, PAD) if mlm else ()
+        return CharTokenizer.from_text(corpus.train + corpus.val, special_tokens=specials)
+    if kind == "bpe":
+        from glassformer.tokenizers.bpe_train import train_bpe
+
+        size = run.data.bpe_vocab_size
+        path = data_dir / "tokenizers" / f"{corpus.name}-bpe{size}{'-mlm' if mlm else ''}.json"
+        if path.exists():
+            return load_tokenizer(path)
+        log(f"training a {size:,}-token BPE tokenizer on {corpus.name} (cached in {path})")
+        tokenizer = train_bpe(corpus.train, size, special_tokens=[EOT, MASK, PAD] if mlm else [EOT])
+        tokenizer.save(path)
+        return tokenizer
+    return load_tokenizer(kind)
+
+
+def _prepare_corpus(run: RunConfig, data_dir: Path, log) -> Prepared:
+    corpus = load_corpus(run.data.corpus, data_dir)
+    tokenizer = _tokenizer(run, corpus, data_dir, log)
+    stem = data_dir / "tokens" / f"{corpus.name}-{tokenizer.kind}{tokenizer.vocab_size}"
+    train_ids = token_file(corpus.train, tokenizer, f"{stem}-train.bin")
+    val_ids = token_file(corpus.val, tokenizer, f"{stem}-val.bin")
+    s = run.train
+    family = run.model.get("family", "decoder")
+    if run.data.objective == "mlm":
+        if family != "encoder":
+            raise ValueError(
+                f"data.objective='mlm' trains encoders; set model.family='encoder', not {family!r}"
+            )
+        special = tokenizer.special_tokens
+        options = dict(
+            vocab_size=tokenizer.vocab_size, mask_token_id=special[MASK], special_ids=tuple(special.values())
+        )
+        train = MLMBatches(train_ids, s.context, s.batch_size, s.seed, **options)
+        val = MLMBatches(val_ids, s.context, s.batch_size, s.seed, **options).fixed(s.eval_batches)
+        config = run.model_config(tokenizer.vocab_size, pad_token_id=special[PAD])
+        return Prepared(build(config), tokenizer, train, val, None, None)
+    if family != "decoder":
+        raise ValueError(f"data.objective='lm' trains decoders; set model.family='decoder', not {family!r}")
+    train = LMBatches(train_ids, s.context, s.batch_size, s.seed)
+    val = LMBatches(val_ids, s.context, s.batch_size, s.seed).fixed(s.eval_batches)
+    net = build(run.model_config(tokenizer.vocab_size))
+    prompt = tokenizer.encode("\n")
+    n_sample = s.sample_tokens
+    if net.config.positions == "learned":  # learned positions end at max_seq_len
+        n_sample = min(n_sample, net.config.max_seq_len - len(prompt))
+    chars_per_token = len(corpus.val) / len(val_ids)
+    return Prepared(
+        net, tokenizer, train, val, _text_sampler(tokenizer, prompt, n_sample), None, chars_per_token
+    )
+
+
+def _text_sampler(tokenizer: Tokenizer, prompt: list[int], n: int) -> Callable[[TransformerModel], str]:
+    settings = GenerationSettings(max_new_tokens=n, temperature=0.8, top_k=200, seed=0)
+
+    def sample(net: TransformerModel) -> str:
+        net.eval()
+        return tokenizer.decode(generate_ids(net, [prompt], settings)[0])
+
+    return sample
+
+
+def _prepare_task(run: RunConfig) -> Prepared:
+    task = make_task(run.data.corpus, **run.data.task)
+    architecture = "decoder" if run.data.objective == "task" else "encoder-decoder"
+    family = run.model.get("family", "decoder")
+    expected = "decoder" if architecture == "decoder" else "encoder_decoder"
+    if family != expected:
+        raise ValueError(
+            f"data.objective={run.data.objective!r} needs model.family={expected!r}, not {family!r}"
+        )
+    s = run.train
+    config = run.model_config(
+        task.vocab_size,
+        max_seq_len=max(task.max_seq_len(architecture), run.model.get("max_seq_len", 0)),
+        pad_token_id=task.pad_id,
+        bos_token_id=task.bos_id,
+        eos_token_id=task.eos_id,
+        decoder_start_token_id=task.bos_id if architecture != "decoder" else None,
+    )
+    net = build(config)
+    train = task.batches(architecture, s.batch_size, s.seed)
+    val = task.batches(architecture, s.batch_size, s.seed + 1).fixed(s.eval_batches)
+    held_out = task.pairs(200, seed=s.seed + 2)
+    prompts = [
+        src + ([task.sep_id] if task.separated and architecture == "decoder" else []) for src, _ in held_out
+    ]
+    settings = GenerationSettings(
+        max_new_tokens=task.max_target_length, greedy=True, stop_token_ids=(task.eos_id,)
+    )
+
+    def answers(net: TransformerModel, n: int) -> list[list[int]]:
+        net.eval()
+        return generate_ids(net, prompts[:n], settings)
+
+    def extra_eval(net: TransformerModel) -> dict[str, float]:
+        predicted = answers(net, len(prompts))
+        hits = sum(task.exact_match(p, tgt) for p, (_, tgt) in zip(predicted, held_out, strict=True))
+        return {"exact_match": round(hits / len(held_out), 4)}
+
+    def sample(net: TransformerModel) -> str:
+        shown = [
+            f"{task.decode(src)} -> {task.decode(pred)}"
+            for (src, _), pred in zip(held_out[:3], answers(net, 3), strict=True)
+        ]
+        return " | ".join(shown)
+
+    return Prepared(net, task.tokenizer, train, val, sample, extra_eval)

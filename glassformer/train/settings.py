@@ -1,0 +1,186 @@
+"""`TrainConfig` and presets: everything about a run that is not the architecture.
+
+A preset is a TOML file shipped in ``glassformer/train/presets/`` with three tables::
+
+    [data]    what to learn from: corpus, tokenizer, objective, task parameters
+    [model]   ModelConfig fields (vocab_size is filled in from the tokenizer)
+    [train]   TrainConfig fields: steps, batch size, context, optimizer, schedule, ...
+
+Any field can be overridden: ``--set train.steps=500 --set model.n_layers=6`` (values
+are TOML literals; bare words are strings). Unknown tables or fields fail naming the
+allowed ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from glassformer.config import ModelConfig
+
+OBJECTIVES = ("lm", "mlm", "seq2seq", "task")
+OPTIMIZERS = ("adamw", "sgd")
+SCHEDULES = ("constant", "cosine", "linear", "inverse_sqrt")
+DTYPES = ("float32", "bfloat16")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """What the model learns from.
+
+    ``corpus``: "shakespeare", a path to .txt files, or a synthetic task name (copy,
+    reverse, sort, addition, induction) with ``objective="task"`` / ``"seq2seq"``.
+    ``tokenizer``: "char", "bpe" (trained on the corpus to ``bpe_vocab_size``), or a path.
+    """
+
+    corpus: str = "shakespeare"
+    tokenizer: str = "char"
+    bpe_vocab_size: int = 4096
+    objective: str = "lm"
+    task: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"data.objective={self.objective!r}; allowed values: {', '.join(OBJECTIVES)}")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimization and bookkeeping of one run."""
+
+    steps: int = 2000
+    batch_size: int = 12
+    context: int = 64
+    grad_accum: int = 1
+    optimizer: str = "adamw"
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    schedule: str = "cosine"
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.99
+    momentum: float = 0.9
+    grad_clip: float = 1.0
+    label_smoothing: float = 0.0
+    dtype: str = "float32"
+    seed: int = 1337
+    eval_interval: int = 250
+    eval_batches: int = 20
+    sample_tokens: int = 200
+    checkpoint_interval: int = 500
+    tensorboard: bool = True
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("dtype", DTYPES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"train.{name}={getattr(self, name)!r}; allowed values: {', '.join(allowed)}"
+                )
+        for name in (
+            "steps",
+            "batch_size",
+            "context",
+            "grad_accum",
+            "eval_interval",
+            "eval_batches",
+            "checkpoint_interval",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"train.{name}={value!r} must be a positive integer")
+        if self.lr <= 0:
+            raise ValueError(f"train.lr={self.lr} must be positive")
+        if not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"train.label_smoothing={self.label_smoothing} must lie in [0, 1)")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A whole run: data + model + train, as a preset file describes it."""
+
+    name: str
+    data: DataConfig
+    model: dict[str, Any]
+    train: TrainConfig
+
+    def model_config(self, vocab_size: int, **fixed: Any) -> ModelConfig:
+        """The ModelConfig of this run once the tokenizer is known."""
+        fields = {"max_seq_len": self.train.context, **self.model, "vocab_size": vocab_size, **fixed}
+        return ModelConfig(**fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "data": dataclasses.asdict(self.data),
+            "model": dict(self.model),
+            "train": dataclasses.asdict(self.train),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], name: str = "custom") -> RunConfig:
+        unknown = set(data) - {"name", "data", "model", "train"}
+        if unknown:
+            raise ValueError(f"unknown table(s) {', '.join(sorted(unknown))}; allowed: data, model, train")
+        model = dict(data.get("model", {}))
+        known_model = {f.name for f in dataclasses.fields(ModelConfig)} - {"vocab_size"}
+        bad = set(model) - known_model
+        if bad:
+            raise ValueError(
+                f"unknown model field(s) {', '.join(sorted(bad))}; see `glassformer config --help`"
+            )
+        return cls(
+            name=data.get("name", name),
+            data=_make(DataConfig, data.get("data", {}), "data"),
+            model=model,
+            train=_make(TrainConfig, data.get("train", {}), "train"),
+        )
+
+
+def _make(cls, values: dict[str, Any], table: str):
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(values) - known
+    if unknown:
+        raise ValueError(
+            f"unknown {table} field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+        )
+    return cls(**values)
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("glassformer.train") / "presets"
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_preset(name: str) -> RunConfig:
+    """A shipped preset by name (see `preset_names`)."""
+    path = resources.files("glassformer.train") / "presets" / f"{name}.toml"
+    if not path.is_file():
+        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(preset_names())}")
+    return RunConfig.from_dict(tomllib.loads(path.read_text(encoding="utf-8")), name=name)
+
+
+def apply_overrides(config: RunConfig, assignments: list[str]) -> RunConfig:
+    """``["train.steps=500", "model.n_layers=6"]`` applied to a run config."""
+    data = config.to_dict()
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        table, dot, name = key.strip().partition(".")
+        if not sep or not dot or table not in ("data", "model", "train"):
+            raise ValueError(
+                f"--set {assignment!r}: write TABLE.FIELD=VALUE with TABLE one of data, model, train"
+            )
+        data[table][name] = _literal(text.strip())
+    return RunConfig.from_dict(data, name=config.name)
+
+
+def _literal(text: str) -> Any:
+    """A TOML literal (500, 3e-4, true, "x", [1, 2]); anything else is a bare string."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text

@@ -1,0 +1,299 @@
+"""The training loop: one readable step, periodic evaluation, checkpoints, resume.
+
+One optimization step::
+
+    for each of grad_accum micro-batches:
+        loss = CE(model(batch), labels) / grad_accum        (bf16 autocast if asked)
+        loss.backward()
+    clip the global gradient norm to grad_clip
+    optimizer.step(); scheduler.step(); zero the gradients
+
+Every ``eval_interval`` steps (and at the end) the model is scored on a fixed set of
+validation batches — loss, perplexity, token accuracy, expected calibration error — and
+samples a little text; the line goes to ``metrics.jsonl`` and TensorBoard. A checkpoint
+holds everything needed to resume bit for bit: weights, optimizer, schedule, step, the
+batcher's position and every RNG. Ctrl-C saves one and exits cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from glassformer.models import EncoderDecoderLM, TransformerModel
+from glassformer.train import checkpoint, metrics
+from glassformer.train.optim import make_optimizer
+from glassformer.train.schedules import make_scheduler
+from glassformer.train.settings import RunConfig
+
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass
+class EvalResult:
+    loss: float
+    accuracy: float
+    ece: float
+    tokens: int
+
+    @property
+    def perplexity(self) -> float:
+        return metrics.perplexity(self.loss)
+
+
+class Trainer:
+    """Trains ``net`` on ``train_batches`` (an iterator of batch dicts with state_dict /
+    load_state_dict) and evaluates on the fixed list ``val_batches``."""
+
+    def __init__(
+        self,
+        run: RunConfig,
+        net: TransformerModel,
+        tokenizer: Any,
+        train_batches: Iterator[Batch],
+        val_batches: list[Batch],
+        run_dir: str | Path,
+        sample: Callable[[TransformerModel], str] | None = None,
+        extra_eval: Callable[[TransformerModel], dict[str, float]] | None = None,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.run, self.settings = run, run.train
+        self.net, self.tokenizer = net, tokenizer
+        self.train_batches, self.val_batches = train_batches, val_batches
+        self.run_dir = Path(run_dir)
+        self.sample, self.extra_eval, self.log = sample, extra_eval, log
+        s = self.settings
+        self.optimizer = make_optimizer(
+            net,
+            s.optimizer,
+            lr=s.lr,
+            weight_decay=s.weight_decay,
+            betas=(s.beta1, s.beta2),
+            momentum=s.momentum,
+        )
+        self.scheduler = make_scheduler(
+            self.optimizer,
+            s.schedule,
+            warmup_steps=s.warmup_steps,
+            total_steps=s.steps,
+            min_lr_ratio=s.min_lr_ratio,
+            d_model=net.config.d_model,
+        )
+        self.step = 0
+        self.metrics_log = metrics.MetricsLog(self.run_dir / "metrics.jsonl")
+        self.writer = None
+
+    # one step -----------------------------------------------------------------------
+    def loss(self, batch: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean cross-entropy over scored positions, logits b t v) for one batch."""
+        if isinstance(self.net, EncoderDecoderLM):
+            logits = self.net(
+                batch["input_ids"],
+                batch["decoder_input_ids"],
+                batch.get("attention_mask"),
+                decoder_attention_mask=batch.get("decoder_attention_mask"),
+            )
+        else:
+            logits = self.net(batch["input_ids"], batch.get("attention_mask"))
+        return metrics.cross_entropy(logits, batch["labels"], label_smoothing), logits
+
+    def _autocast(self):
+        if self.settings.dtype == "bfloat16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def train_step(self) -> tuple[float, float, int]:
+        """One optimizer step; returns (loss, gradient norm before clipping, tokens seen)."""
+        s = self.settings
+        self.net.train()
+        total, tokens = 0.0, 0
+        for _ in range(s.grad_accum):
+            batch = next(self.train_batches)
+            with self._autocast():
+                loss, _ = self.loss(batch, s.label_smoothing)
+            (loss / s.grad_accum).backward()
+            total += loss.item() / s.grad_accum
+            tokens += batch["input_ids"].numel()
+        norm = torch.nn.utils.clip_grad_norm_(
+            self.net.parameters(), s.grad_clip if s.grad_clip > 0 else math.inf
+        )
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return total, float(norm), tokens
+
+    # evaluation ---------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> EvalResult:
+        """Loss, accuracy and calibration over the fixed validation batches."""
+        self.net.eval()
+        losses, accuracies, eces, counts = [], [], [], []
+        for batch in self.val_batches:
+            with self._autocast():
+                loss, logits = self.loss(batch)
+            n = int((batch["labels"] != -100).sum())
+            losses.append(loss.item() * n)
+            accuracies.append(metrics.token_accuracy(logits.float(), batch["labels"]) * n)
+            eces.append(metrics.expected_calibration_error(logits.float(), batch["labels"]) * n)
+            counts.append(n)
+        n = max(sum(counts), 1)
+        return EvalResult(sum(losses) / n, sum(accuracies) / n, sum(eces) / n, n)
+
+    # the loop -----------------------------------------------------------------------
+    def fit(self, resume: bool = False) -> dict[str, Any]:
+        """Train to ``settings.steps``; returns the last evaluation line."""
+        # Late in training some gradients and Adam moments are denormal floats, which
+        # the CPU handles ~100x slower; flushing them to zero changes nothing measurable.
+        torch.set_flush_denormal(True)
+        if resume:
+            self._restore()
+        else:
+            checkpoint.save_checkpoint(
+                self.run_dir, self.net, self.tokenizer, self.run.to_dict(), self._state()
+            )  # a run directory is usable (and listable) from the first second
+        self._open_tensorboard()
+        s = self.settings
+        bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=None)
+        window_loss, window_tokens, window_time = [], 0, 0.0
+        last: dict[str, Any] = {}
+        try:
+            while self.step < s.steps:
+                start = time.perf_counter()
+                loss, norm, tokens = self.train_step()
+                window_time += time.perf_counter() - start
+                window_loss.append(loss)
+                window_tokens += tokens
+                tokens_per_s = window_tokens / max(window_time, 1e-9)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+                self._scalar("train/loss", loss)
+                self._scalar("train/grad_norm", norm)
+                self._scalar("train/lr", self.scheduler.get_last_lr()[0])
+                if self.step % s.eval_interval == 0 or self.step == s.steps:
+                    last = self._evaluate_and_log(sum(window_loss) / len(window_loss), tokens_per_s)
+                    window_loss, window_tokens, window_time = [], 0, 0.0
+                if self.step % s.checkpoint_interval == 0 or self.step == s.steps:
+                    self.save()
+        except KeyboardInterrupt:
+            bar.close()
+            self.save()
+            self.log(f"interrupted at step {self.step}: checkpoint saved; continue with --resume")
+            raise
+        finally:
+            bar.close()
+            if self.writer is not None:
+                self._embedding_projector()
+                self.writer.close()
+        return last
+
+    def _evaluate_and_log(self, train_loss: float, tokens_per_s: float) -> dict[str, Any]:
+        result = self.evaluate()
+        line: dict[str, Any] = {
+            "step": self.step,
+            "train_loss": round(train_loss, 5),
+            "val_loss": round(result.loss, 5),
+            "val_ppl": round(result.perplexity, 4),
+            "val_accuracy": round(result.accuracy, 5),
+            "val_ece": round(result.ece, 5),
+            "tokens_per_s": round(tokens_per_s, 1),
+            "lr": self.scheduler.get_last_lr()[0],
+        }
+        if self.extra_eval is not None:
+            line.update(self.extra_eval(self.net))
+        if self.sample is not None:
+            line["sample"] = self.sample(self.net)
+        self.metrics_log.append(line)
+        for key in ("val_loss", "val_accuracy", "val_ece", "val_ppl"):
+            self._scalar(f"val/{key[4:]}", line[key])
+        self._tensorboard_eval()
+        shown = ", ".join(
+            f"{k} {v:,.0f}" if k == "tokens_per_s" else f"{k} {v:.4g}"
+            for k, v in line.items()
+            if isinstance(v, float) and k != "lr"
+        )
+        self.log(f"step {self.step}: {shown}")
+        if "sample" in line:
+            self.log("  sample: " + line["sample"].replace("\n", "\n          ")[:400])
+        return line
+
+    # checkpoints --------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "data": self.train_batches.state_dict(),
+            "rng": checkpoint.capture_rng(),
+        }
+
+    def save(self) -> None:
+        checkpoint.save_checkpoint(self.run_dir, self.net, self.tokenizer, self.run.to_dict(), self._state())
+
+    def _restore(self) -> None:
+        state = checkpoint.load_trainer_state(self.run_dir)
+        net, _ = checkpoint.load_model(self.run_dir)
+        self.net.load_state_dict(net.state_dict())
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.train_batches.load_state_dict(state["data"])
+        checkpoint.restore_rng(state["rng"])
+        self.step = int(state["step"])
+        self.metrics_log.truncate_after(self.step)  # evaluations after the checkpoint are redone
+        self.log(f"resumed {self.run_dir} at step {self.step}")
+
+    # TensorBoard --------------------------------------------------------------------
+    def _open_tensorboard(self) -> None:
+        if not self.settings.tensorboard:
+            return
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # tensorboard is optional: metrics.jsonl always has the figures
+            self.log("tensorboard is not installed: logging to metrics.jsonl only")
+            return
+        self.writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=self.step or None)
+
+    def _scalar(self, tag: str, value: float) -> None:
+        if self.writer is not None:
+            self.writer.add_scalar(tag, value, self.step)
+
+    @torch.no_grad()
+    def _tensorboard_eval(self) -> None:
+        """Attention entropy per layer and parameter histograms, at each evaluation."""
+        if self.writer is None:
+            return
+        batch = self.val_batches[0]
+        patterns: dict[str, torch.Tensor] = {}
+        with self.net.hooks({"*attn.pattern": lambda x, name: patterns.__setitem__(name, x)}):
+            self.loss({k: v[:1] for k, v in batch.items()})
+        for name, pattern in patterns.items():
+            self.writer.add_scalar(
+                f"attention_entropy/{name}", metrics.attention_entropy(pattern).mean(), self.step
+            )
+        for name, param in self.net.named_parameters():
+            self.writer.add_histogram(f"params/{name}", param.detach().float(), self.step)
+
+    def _embedding_projector(self) -> None:
+        """Token embeddings with their tokens as labels, for TensorBoard's projector."""
+        table = next(m.weight for m in self.net.modules() if isinstance(m, torch.nn.Embedding))
+        n = min(table.shape[0], 5000)
+        labels = [_label(self.tokenizer, i) for i in range(n)]
+        self.writer.add_embedding(
+            table[:n].detach().float(), metadata=labels, global_step=self.step, tag="token_embeddings"
+        )
+
+
+def _label(tokenizer: Any, token_id: int) -> str:
+    try:
+        text = tokenizer.id_to_token(token_id)
+    except (ValueError, KeyError, IndexError):
+        return f"<{token_id}>"
+    return repr(text)[1:-1] or f"<{token_id}>"
