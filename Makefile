@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine (see README):
-#   make demo   - set up, then build a model, trace it and generate from it
+#   make demo   - set up, then fetch Shakespeare, train shakespeare-char and sample from it
 #   make test   - set up, then run lint and the full test suite
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -20,8 +20,13 @@ $(STAMP): pyproject.toml scripts/fetch_reference.sh
 	bash scripts/fetch_reference.sh
 	touch $(STAMP)
 
+RUN := runs/shakespeare-char
+
 demo: $(STAMP)
-	$(VENV)/bin/glassformer demo
+	$(VENV)/bin/glassformer data shakespeare
+	rm -rf $(RUN)
+	$(VENV)/bin/glassformer train --preset shakespeare-char --out $(RUN)
+	$(VENV)/bin/glassformer generate $(RUN) "ROMEO:" --max-new-tokens 400
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check glassformer tests benchmarks
@@ -32,6 +37,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.kv_cache
 	$(PY) -m benchmarks.forward
 	$(PY) -m benchmarks.tokenizer_speed
+	$(PY) -m benchmarks.train_speed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
