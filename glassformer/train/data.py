@@ -37,6 +37,7 @@ import json
 import os
 import re
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,7 @@ def _size_matches(path: Path, meta: dict[str, Any]) -> bool:
 # -- batchers -----------------------------------------------------------------------------------
 
 
-class Batches:
+class Batches(ABC):
     """An infinite, seeded, resumable iterator of batch dicts; subclasses implement `_make`.
 
     Batch ``k`` is ``_make(numpy.random.default_rng([seed, 0, k]))``: it depends on the seed
@@ -173,8 +174,9 @@ class Batches:
                 raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
         self.batch_size, self.seed, self.step = batch_size, seed, 0
 
+    @abstractmethod
     def _make(self, rng: np.random.Generator) -> Batch:
-        raise NotImplementedError
+        """One batch drawn with ``rng``."""
 
     def _config(self) -> dict[str, int]:
         """What must be equal for a saved state to mean the same batches (sizes, not seeds)."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import string
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -52,7 +53,7 @@ def _check_int(task: str, name: str, value: object, least: int, most: int | None
 
 
 @dataclass(frozen=True)
-class Task:
+class Task(ABC):
     """A synthetic task: subclasses set ``name`` and ``symbols`` and implement `texts`."""
 
     name: ClassVar[str]
@@ -60,22 +61,23 @@ class Task:
     separated: ClassVar[bool] = True  # decoder sequences are source <sep> target (induction: no sep)
 
     @property
+    @abstractmethod
     def symbols(self) -> str:
         """The task's characters, in id order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def texts(self, rng: np.random.Generator) -> tuple[str, str]:
         """One random example as (source text, target text), the target without <eos>."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def max_source_length(self) -> int:
-        raise NotImplementedError
+        """Longest source in tokens."""
 
     @property
+    @abstractmethod
     def max_target_length(self) -> int:
         """Longest target in tokens, <eos> included."""
-        raise NotImplementedError
 
     # -- vocabulary and text ---------------------------------------------------------------
 
@@ -172,8 +174,9 @@ class _StringTask(Task):
         letters = "".join(self.symbols[i] for i in rng.integers(0, self.alphabet_size, size=length))
         return letters, self.transform(letters)
 
+    @abstractmethod
     def transform(self, letters: str) -> str:
-        raise NotImplementedError
+        """The target text for a source text."""
 
     max_source_length = property(lambda self: self.max_length)
     max_target_length = property(lambda self: self.max_length + 1)
