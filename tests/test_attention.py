@@ -117,3 +117,17 @@ def test_hook_can_replace_a_value():
     with pytest.raises(ValueError, match="returned shape"):
         with net.hooks({"blocks.0.attn.out": lambda x, name: x[:, :1]}):
             net(ids)
+
+
+def test_stacked_qkv_cache_follows_weight_changes():
+    """Inference reuses [W_Q; W_K; W_V]; changing a weight in place must invalidate it."""
+    net = tiny_model()
+    ids = torch.randint(0, 61, (1, 5))
+    with torch.no_grad():
+        before = net(ids)
+        net.blocks[0].attn.k_proj.weight.mul_(2.0)
+        after = net(ids)
+        net.blocks[0].attn.k_proj.weight.div_(2.0)
+        again = net(ids)
+    assert not torch.allclose(before, after)
+    assert torch.equal(before, again)

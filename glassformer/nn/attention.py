@@ -51,7 +51,8 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(d, g * e, bias=config.qkv_bias)
         self.o_proj = nn.Linear(h * e, d, bias=config.out_bias)
         self.dropout_p = config.attn_dropout
-        self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's set_attention_impl
+        self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's attention_impl
+        self._stack_cache: dict[str, tuple] = {}  # see _stacked
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
         self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (HookPoint(n) for n in names[4:])
@@ -93,15 +94,28 @@ class Attention(nn.Module):
         GPT-2's c_attn), then RoPE applied to q and k together.  b t d -> b h t e, b g t e x2."""
         b, t, _ = x.shape
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
-        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (h+2g)e d
-        bias = None
-        if self.q_proj.bias is not None:
-            bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+        weight, bias = self._stacked("weight"), self._stacked("bias")  # (h+2g)e d, (h+2g)e
         qkv = F.linear(x, weight, bias).view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if rope is not None:
             qk = rope.apply(qk)
         return qk[:, :h], qk[:, h:], v
+
+    def _stacked(self, kind: str) -> torch.Tensor | None:
+        """[W_Q; W_K; W_V] (or the biases). Without gradients the stack is kept and reused
+        until a parameter changes (its version counter moves), so decoding does not copy
+        the three matrices at every token."""
+        parts = [getattr(proj, kind) for proj in (self.q_proj, self.k_proj, self.v_proj)]
+        if parts[0] is None:
+            return None
+        if torch.is_grad_enabled() and any(p.requires_grad for p in parts):
+            return torch.cat(parts)  # training: gradients flow back into the three matrices
+        key = tuple((p.data_ptr(), p._version, p.dtype) for p in parts)
+        cached = self._stack_cache.get(kind)
+        if cached is None or cached[0] != key:
+            cached = (key, torch.cat(parts).detach())
+            self._stack_cache[kind] = cached
+        return cached[1]
 
     def _attend(self, q, k, v, mask: AttentionMask | None, bias: torch.Tensor | None) -> torch.Tensor:
         """Attention from projected heads to concatenated head outputs: -> b t (h e)."""
