@@ -26,6 +26,16 @@ from glassformer.tokenizers import Tokenizer, load_tokenizer
 __version__ = "0.1.0"
 
 
+def load(name_or_path: Any, dtype: Any = None) -> LanguageModel:
+    """A model by registry name (``smollm2-135m-instruct``, ``minilm-l6``) or path: a .gguf
+    file, a Hugging Face checkpoint directory or a training run directory."""
+    import torch
+
+    from glassformer.formats.registry import load as load_model
+
+    return load_model(name_or_path, dtype or torch.float32)
+
+
 def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:
     """Convert a Hugging Face model object, or load an HF checkpoint directory.
 
@@ -47,5 +57,6 @@ __all__ = [
     "__version__",
     "build",
     "from_hf",
+    "load",
     "load_tokenizer",
 ]

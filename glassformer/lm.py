@@ -32,6 +32,7 @@ class LanguageModel:
             raise TypeError(f"LanguageModel wraps a Glassformer model (gf.build), got {type(net).__name__}")
         self.net = net
         self.tokenizer = tokenizer
+        self.chat_template: str | None = None  # Jinja2 template from the checkpoint, if any
 
     @property
     def config(self) -> ModelConfig:
@@ -100,6 +101,8 @@ class LanguageModel:
             raise ValueError(
                 f"decoder_input_ids is only for encoder-decoder models, not {self.config.family!r}"
             )
+        if isinstance(self.net, EncoderModel) and self.net.mlm_head is None:
+            return self.net.encode(ids, attention_mask)  # a sentence encoder: hidden states, b t d
         return self.net(ids, attention_mask)
 
     def logits(
@@ -108,7 +111,8 @@ class LanguageModel:
         decoder_input_ids: TokenInput | None = None,
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits b t v (masked-LM logits for encoders; decoder positions for seq2seq)."""
+        """Logits b t v (masked-LM logits for encoders; decoder positions for seq2seq).
+        An encoder without a masked-LM head (a sentence encoder) returns its hidden states."""
         ids = self.ids(input_ids)
         with torch.no_grad():
             return self._run(ids, decoder_input_ids, attention_mask)

