@@ -192,6 +192,6 @@ def test_cli_train_generate_eval_runs(tmp_path, capsys, monkeypatch):
     assert cli.main(["runs", "--root", str(tmp_path / "runs")]) == 0
     assert "tiny" in capsys.readouterr().out
     assert cli.main(["generate", str(tmp_path / "missing"), "x"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert "neither a registry name" in capsys.readouterr().err
     assert cli.main(["train", "--preset", "nope"]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err

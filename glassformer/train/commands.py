@@ -136,11 +136,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from glassformer.lm import LanguageModel
-    from glassformer.train import checkpoint
+    from glassformer.formats.registry import load
 
-    net, tokenizer = checkpoint.load_model(args.run)
-    lm = LanguageModel(net, tokenizer)
+    lm = load(args.run)
+    if lm.tokenizer is None:
+        raise ValueError(f"{args.run} has no tokenizer, so it cannot generate from text")
     prompt = args.prompt
     sys.stdout.write(prompt)
     for piece in lm.stream(
