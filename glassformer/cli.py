@@ -2,6 +2,7 @@
 
     glassformer demo                    train a small Llama-style model to copy, look inside
     glassformer config [...]            print a validated ModelConfig as JSON (every field is a flag)
+    glassformer chat [MODEL]            chat with an instruct model (default: SmolLM2-135M-Instruct)
     glassformer tokenize "text" [...]   show tokens, ids and offsets (--explain: the merges)
     glassformer tokenizer train [...]   train a byte-level BPE tokenizer on a corpus
     glassformer --version
@@ -115,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(commands)
 
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an instruct model in the terminal",
+        description="A conversation with an instruct model (default: SmolLM2-135M-Instruct), laid out by "
+        "its own chat template, replies streamed token by token. An empty line or 'exit' ends it.",
+    )
+    chat.add_argument("model", nargs="?", default="smollm2-135m-instruct", help="registry name or .gguf file")
+    chat.add_argument("--system", default=None, help="a system message (default: the template's own)")
+    chat.add_argument("--max-new-tokens", type=int, default=256)
+    chat.add_argument("--temperature", type=float, default=0.2, help="0 = greedy (default: 0.2)")
+    chat.add_argument("--top-p", type=float, default=0.9)
+    chat.add_argument("--seed", type=int, default=0)
+
     tokenize = commands.add_parser(
         "tokenize",
         help="show how a tokenizer splits a text",
@@ -191,6 +205,18 @@ def main(argv: list[str] | None = None) -> int:
             from glassformer.train.commands import run_command
 
             return run_command(args)
+        elif args.command == "chat":
+            from glassformer.chat import chat_loop
+            from glassformer.formats.registry import load
+
+            chat_loop(
+                load(args.model),
+                system=args.system,
+                max_new_tokens=args.max_new_tokens,
+                temperature=args.temperature,
+                top_p=args.top_p,
+                seed=args.seed,
+            )
         elif args.command == "tokenize":
             return _tokenize(args)
         elif args.command == "tokenizer":

@@ -150,7 +150,7 @@ class LanguageModel:
         whole sequence at every step (the reference the KV cache is tested against).
         """
         use_cache = options.pop("use_cache", True)
-        settings = _settings(max_new_tokens, temperature, top_k, top_p, seed, options)
+        settings = generation_settings(max_new_tokens, temperature, top_k, top_p, seed, options)
         rows = self._prompt_rows(prompt)
         new = generation.generate_ids(self.net, rows, settings, use_cache=use_cache)
         if isinstance(prompt, str):
@@ -168,12 +168,21 @@ class LanguageModel:
         **options: Any,
     ) -> Iterator[str | int]:
         """Like `generate` for one prompt, yielding each new token (text or id) as it comes."""
-        settings = _settings(max_new_tokens, temperature, top_k, top_p, seed, options)
+        settings = generation_settings(max_new_tokens, temperature, top_k, top_p, seed, options)
         rows = self._prompt_rows(prompt)
         if len(rows) != 1:
             raise ValueError(f"stream() takes one prompt, got a batch of {len(rows)}")
-        for token in generation.stream_ids(self.net, rows, settings):
-            yield self.tokenizer.decode([token]) if isinstance(prompt, str) else token
+        tokens = generation.stream_ids(self.net, rows, settings)
+        if not isinstance(prompt, str):
+            yield from tokens
+            return
+        yield from decode_stream(self.tokenizer, tokens, self.stop_ids(settings))
+
+    def stop_ids(self, settings: generation.GenerationSettings) -> tuple[int, ...]:
+        """The tokens that end generation under ``settings`` (default: the model's eos)."""
+        if settings.stop_token_ids is not None:
+            return tuple(settings.stop_token_ids)
+        return () if self.config.eos_token_id is None else (self.config.eos_token_id,)
 
     def _prompt_rows(self, prompt: TokenInput) -> list[list[int]]:
         if isinstance(self.net, EncoderModel):
@@ -205,7 +214,26 @@ class LanguageModel:
         return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
 
 
-def _settings(max_new_tokens, temperature, top_k, top_p, seed, options) -> generation.GenerationSettings:
+def decode_stream(tokenizer: Any, tokens: Iterator[int], stop_ids: Sequence[int] = ()) -> Iterator[str]:
+    """Text pieces as tokens arrive. Decoding the whole output each time (not token by
+    token) keeps a UTF-8 character whose bytes span several byte-level tokens intact;
+    a stop token ends the stream without being shown."""
+    new: list[int] = []
+    shown = ""
+    for token in tokens:
+        if token in stop_ids:
+            break
+        new.append(token)
+        text = tokenizer.decode(new)
+        if text.endswith("\ufffd"):
+            continue  # half a character: wait for the rest of its bytes
+        yield text[len(shown) :]
+        shown = text
+
+
+def generation_settings(
+    max_new_tokens, temperature, top_k, top_p, seed, options
+) -> generation.GenerationSettings:
     """GenerationSettings from the facade's arguments. Beam search does not sample, so the
     facade's sampling defaults (temperature 0.8, top_p 0.95) step aside for it."""
     if options.get("num_beams", 1) > 1:

@@ -106,3 +106,27 @@ def test_bad_model_inputs_are_explained(tmp_path):
         gf.load(truncated)
     with pytest.raises(ValueError, match="cannot tell what"):
         gf.load(tmp_path)
+
+
+def test_chat_with_smollm2_uses_its_template_and_streams(smollm):
+    import io
+
+    from glassformer.chat import chat_loop, render_chat
+
+    ours, _ = smollm
+    text = render_chat(ours.chat_template, [{"role": "user", "content": "Hi"}])
+    assert text.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    lines = iter(["What is the capital of France?", "exit"])
+    out = io.StringIO()
+    messages = chat_loop(ours, read=lambda _: next(lines), out=out, temperature=0, max_new_tokens=20)
+    assert "Paris" in messages[-1]["content"] and "<|im_end|>" not in out.getvalue()
+    assert out.getvalue().startswith("model> ")
+
+
+def test_streamed_text_keeps_split_characters_whole(smollm):
+    ours, _ = smollm
+    from glassformer.lm import decode_stream
+
+    ids = ours.tokenizer.encode("I love 🤖 robots")
+    pieces = list(decode_stream(ours.tokenizer, iter(ids)))
+    assert "".join(pieces) == "I love 🤖 robots" and all("\ufffd" not in p for p in pieces)
