@@ -210,3 +210,19 @@ def test_encoder_pooling():
     assert torch.allclose(mean[0], hidden[0, :3].mean(0), atol=1e-6)
     assert net.pool(hidden, mask, "pooler").shape == (2, 32)
     assert torch.equal(net.pool(hidden, mask, "cls"), hidden[:, 0])
+
+
+@pytest.mark.parametrize("family", ["decoder", "encoder", "encoder_decoder"])
+def test_build_without_initialization_keeps_ties_and_buffers(family):
+    """Loaders build without random init; the structure must be the same as a normal build."""
+    config = tiny(family=family, positions="rope", decoder_start_token_id=0)
+    fast, normal = gf.build(config, initialize=False), gf.build(config)
+    head = fast.mlm_head.decoder if family == "encoder" else fast.lm_head
+    table = fast.shared if family == "encoder_decoder" else fast.embed.token
+    assert head.weight is table.weight
+    fast.load_state_dict(normal.state_dict())
+    rotary = [m for m in fast.modules() if hasattr(m, "inv_freq")]
+    assert rotary and all(torch.isfinite(m.inv_freq).all() for m in rotary)
+    ids = torch.randint(0, 61, (1, 5))
+    args = (ids, ids) if family == "encoder_decoder" else (ids,)
+    assert torch.equal(fast.eval()(*args), normal.eval()(*args))

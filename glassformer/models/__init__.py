@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
 from glassformer.models.decoder import DecoderLM
@@ -11,11 +13,24 @@ from glassformer.models.encoder_decoder import EncoderDecoderLM
 FAMILY_CLASSES = {"decoder": DecoderLM, "encoder": EncoderModel, "encoder_decoder": EncoderDecoderLM}
 
 
-def build(config: ModelConfig) -> TransformerModel:
-    """A freshly initialized model for ``config``: DecoderLM, EncoderModel or EncoderDecoderLM."""
+def build(config: ModelConfig, initialize: bool = True) -> TransformerModel:
+    """A freshly initialized model for ``config``: DecoderLM, EncoderModel or EncoderDecoderLM.
+
+    ``initialize=False`` skips the random initialization (the model is built on the meta
+    device, then given uninitialized CPU memory): for loaders that overwrite every weight.
+    """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"build() needs a ModelConfig, got {type(config).__name__}")
-    return FAMILY_CLASSES[config.family](config)
+    if initialize:
+        return FAMILY_CLASSES[config.family](config)
+    with torch.device("meta"):
+        net = FAMILY_CLASSES[config.family](config)
+    net = net.to_empty(device="cpu")
+    net.tie_weights()  # to_empty gives tied parameters separate memory: tie them again
+    for module in net.modules():  # computed buffers (RoPE frequencies, ALiBi slopes)
+        if hasattr(module, "reset_buffers"):
+            module.reset_buffers()
+    return net
 
 
 __all__ = ["DecoderLM", "EncoderDecoderLM", "EncoderModel", "TransformerModel", "build"]

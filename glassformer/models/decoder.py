@@ -28,9 +28,13 @@ class DecoderLM(TransformerStack, TransformerModel):
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
-        if config.tie_embeddings:
-            self.lm_head.weight = token.weight  # W_U = E^T (Press & Wolf, 2017)
+        self.tie_weights()
         self._finish()
+
+    def tie_weights(self) -> None:
+        """W_U = E^T (Press & Wolf, 2017): the LM head reuses the token embedding."""
+        if self.config.tie_embeddings:
+            self.lm_head.weight = self.embed.token.weight
 
     def forward(
         self,

@@ -46,9 +46,13 @@ class EncoderModel(TransformerStack, TransformerModel):
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
-        if config.tie_embeddings and self.mlm_head is not None:
-            self.mlm_head.decoder.weight = token.weight
+        self.tie_weights()
         self._finish()
+
+    def tie_weights(self) -> None:
+        """The MLM head's output matrix reuses the token embedding (BERT)."""
+        if self.config.tie_embeddings and self.mlm_head is not None:
+            self.mlm_head.decoder.weight = self.embed.token.weight
 
     def encode(
         self,

@@ -39,9 +39,13 @@ class EncoderDecoderLM(TransformerModel):
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
-        if config.tie_embeddings:
-            self.lm_head.weight = self.shared.weight
+        self.tie_weights()
         self._finish()
+
+    def tie_weights(self) -> None:
+        """The LM head reuses the token table shared by encoder and decoder."""
+        if self.config.tie_embeddings:
+            self.lm_head.weight = self.shared.weight
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output (the decoder's memory): b s -> b s d."""

@@ -102,13 +102,20 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         e = config.d_head
-        base, factor = config.rope_base, config.rope_scaling_factor
+        self.base, factor = config.rope_base, config.rope_scaling_factor
         if config.rope_scaling == "ntk":
-            base = base * factor ** (e / (e - 2))
+            self.base = self.base * factor ** (e / (e - 2))
         self.position_scale = 1.0 / factor if config.rope_scaling == "linear" else 1.0
-        self.style = config.rope_style
-        inv_freq = 1.0 / base ** (torch.arange(0, e, 2, dtype=torch.float32) / e)  # e/2
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.style, self.d_head = config.rope_style, e
+        self.register_buffer("inv_freq", torch.empty(e // 2), persistent=False)
+        self.reset_buffers()
+
+    def reset_buffers(self) -> None:
+        """theta_i = base^(-2i/e), i = 0 .. e/2 - 1 (also after building on the meta device)."""
+        e = self.d_head
+        self.inv_freq = 1.0 / self.base ** (
+            torch.arange(0, e, 2, dtype=torch.float32, device=self.inv_freq.device) / e
+        )
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> Rotation:
         """The rotation for each position, laid out to match the pairing.  b t -> b 1 t e."""
@@ -146,7 +153,11 @@ class AlibiBias(nn.Module):
 
     def __init__(self, n_heads: int) -> None:
         super().__init__()
+        self.n_heads = n_heads
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
+
+    def reset_buffers(self) -> None:
+        self.slopes = alibi_slopes(self.n_heads).to(self.slopes.device)
 
     def forward(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
         distance = (q_positions[:, :, None] - k_positions[:, None, :]).abs().float()  # b t s
