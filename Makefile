@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.forward
 	$(PY) -m benchmarks.tokenizer_speed
 	$(PY) -m benchmarks.train_speed
+	$(PY) -m benchmarks.pretrained_speed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
