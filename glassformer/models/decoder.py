@@ -17,6 +17,7 @@ from glassformer.models.stack import TransformerStack
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.init import init_weights
 from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.linear import Linear
 
 
 class DecoderLM(TransformerStack, TransformerModel):
@@ -25,7 +26,7 @@ class DecoderLM(TransformerStack, TransformerModel):
     def __init__(self, config: ModelConfig) -> None:
         token = nn.Embedding(config.vocab_size, config.d_model)
         super().__init__(config, token, n_layers=config.n_layers, causal=True)
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
+        self.lm_head = Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
         self.tie_weights()

@@ -23,6 +23,7 @@ from glassformer.models.stack import TransformerStack
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.init import init_weights
 from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.linear import Linear
 
 
 class EncoderDecoderLM(TransformerModel):
@@ -36,7 +37,7 @@ class EncoderDecoderLM(TransformerModel):
         self.decoder = TransformerStack(
             config, self.shared, n_layers=config.n_decoder_layers, causal=True, cross=True
         )
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
+        self.lm_head = Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         self.hook_logits = HookPoint("logits")
         init_weights(self, config)
         self.tie_weights()

@@ -31,6 +31,7 @@ from torch.nn import functional as F
 from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.linear import Linear, linear
 from glassformer.nn.masks import AttentionMask
 from glassformer.nn.positions import Rotation
 
@@ -46,13 +47,14 @@ class Attention(nn.Module):
         self.n_heads, self.n_kv_heads, self.d_head = h, g, e
         self.layer, self.cross = layer, cross
         self.scale = config.attn_scale if config.attn_scale is not None else e**-0.5
-        self.q_proj = nn.Linear(d, h * e, bias=config.qkv_bias)
-        self.k_proj = nn.Linear(d, g * e, bias=config.qkv_bias)
-        self.v_proj = nn.Linear(d, g * e, bias=config.qkv_bias)
-        self.o_proj = nn.Linear(h * e, d, bias=config.out_bias)
+        self.q_proj = Linear(d, h * e, bias=config.qkv_bias)
+        self.k_proj = Linear(d, g * e, bias=config.qkv_bias)
+        self.v_proj = Linear(d, g * e, bias=config.qkv_bias)
+        self.o_proj = Linear(h * e, d, bias=config.out_bias)
         self.dropout_p = config.attn_dropout
         self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's attention_impl
         self._stack_cache: dict[str, tuple] = {}  # see _stacked
+        self._stack_transposed: dict = {}  # the decode fast path of glassformer.nn.linear
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
         self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (HookPoint(n) for n in names[4:])
@@ -95,7 +97,9 @@ class Attention(nn.Module):
         b, t, _ = x.shape
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
         weight, bias = self._stacked("weight"), self._stacked("bias")  # (h+2g)e d, (h+2g)e
-        qkv = F.linear(x, weight, bias).view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
+        qkv = (
+            linear(x, weight, bias, self._stack_transposed).view(b, t, h + 2 * g, e).transpose(1, 2)
+        )  # b (h+2g) t e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if rope is not None:
             qk = rope.apply(qk)
@@ -110,7 +114,7 @@ class Attention(nn.Module):
             return None
         if torch.is_grad_enabled() and any(p.requires_grad for p in parts):
             return torch.cat(parts)  # training: gradients flow back into the three matrices
-        key = tuple((p.data_ptr(), p._version, p.dtype) for p in parts)
+        key = tuple((p.data_ptr(), None if p.is_inference() else p._version, p.dtype) for p in parts)
         cached = self._stack_cache.get(kind)
         if cached is None or cached[0] != key:
             cached = (key, torch.cat(parts).detach())

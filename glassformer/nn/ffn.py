@@ -22,6 +22,7 @@ from torch.nn import functional as F
 
 from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
+from glassformer.nn.linear import Linear
 
 ACTIVATION_FNS = {
     "relu": F.relu,
@@ -42,9 +43,9 @@ class FeedForward(nn.Module):
         d, f, bias = config.d_model, config.d_ff, config.ffn_bias
         self.gated = config.gated
         self.act_fn = ACTIVATION_FNS[config.activation]
-        self.up_proj = nn.Linear(d, f, bias=bias)
-        self.gate_proj = nn.Linear(d, f, bias=bias) if self.gated else None
-        self.down_proj = nn.Linear(f, d, bias=bias)
+        self.up_proj = Linear(d, f, bias=bias)
+        self.gate_proj = Linear(d, f, bias=bias) if self.gated else None
+        self.down_proj = Linear(f, d, bias=bias)
         self.dropout = nn.Dropout(config.ffn_dropout)
         self.hook_in, self.hook_hidden = HookPoint("in"), HookPoint("hidden")
         self.hook_act, self.hook_out = HookPoint("act"), HookPoint("out")
