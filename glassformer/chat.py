@@ -29,22 +29,16 @@ def render_chat(template: str, messages: list[dict[str, str]], add_generation_pr
 def reply(
     lm: LanguageModel, messages: list[dict[str, str]], write: Callable[[str], object], **options
 ) -> str:
-    """Stream the assistant's next turn to ``write``; return it."""
+    """Stream the assistant's next turn to ``write``; return it. ``options`` are
+    `GenerationSettings` fields (max_new_tokens, temperature, top_p, seed, ...)."""
     if not lm.chat_template:
         raise ValueError("this model has no chat template: use generate() for plain continuation")
     from glassformer import generate as generation
-    from glassformer.lm import decode_stream, generation_settings
+    from glassformer.lm import decode_stream
 
     prompt = render_chat(lm.chat_template, messages)
     ids = lm.tokenizer.encode(prompt, allowed_special="all")  # the template's special tokens
-    settings = generation_settings(
-        options.pop("max_new_tokens", 256),
-        options.pop("temperature", 0.8),
-        options.pop("top_k", None),
-        options.pop("top_p", 0.95),
-        options.pop("seed", 0),
-        options,
-    )
+    settings = generation.GenerationSettings(**options)
     pieces = []
     for piece in decode_stream(
         lm.tokenizer, generation.stream_ids(lm.net, ids, settings), lm.stop_ids(settings)
