@@ -139,7 +139,7 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         "pad_token_id": meta.pad_token_id,
     }
     config = config_from_gguf(reader, len(meta.tokens), "output.weight" not in tensors, special)
-    net = build(config, initialize=False).to(dtype)  # every weight is overwritten below
+    net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below
     params = dict(net.named_parameters())
     mapping = _key_map(config)
     unknown = sorted(set(tensors) - set(mapping) - {"rope_freqs.weight"})

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from glassformer.formats.weights import WeightFiles
 from glassformer.models import TransformerModel, build
 
 Transform = Callable[[torch.Tensor], torch.Tensor]
@@ -72,8 +73,9 @@ def _family(model_type: str):
     return families[model_type]
 
 
-def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """(config dict, state dict) from an HF model object or a checkpoint directory."""
+def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], Mapping[str, torch.Tensor]]:
+    """(config dict, state) from an HF model object or a checkpoint directory; a
+    directory's tensors are read lazily, one at a time (`WeightFiles`)."""
     if hasattr(source, "state_dict") and hasattr(source, "config"):
         return source.config.to_dict(), dict(source.state_dict())
     directory = Path(source)
@@ -84,36 +86,26 @@ def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], dict[str, torch.Ten
     config_path = directory / "config.json"
     if not config_path.exists():
         raise FileNotFoundError(f"{directory} has no config.json; is it a Hugging Face checkpoint directory?")
-    return json.loads(config_path.read_text()), _read_weights(directory)
+    try:
+        config = json.loads(config_path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ValueError(f"{config_path} has no model_type; is it a Hugging Face model config?")
+    return config, WeightFiles(directory)
 
 
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    index = directory / "model.safetensors.index.json"
-    if index.exists():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        state: dict[str, torch.Tensor] = {}
-        for shard in shards:
-            state.update(load_file(directory / shard))
-        return state
-    if (directory / "model.safetensors").exists():
-        return load_file(directory / "model.safetensors")
-    if (directory / "pytorch_model.bin").exists():
-        # weights_only: never unpickle arbitrary objects from a downloaded file.
-        return torch.load(directory / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise FileNotFoundError(
-        f"{directory} holds no weights: expected model.safetensors, a sharded "
-        "model.safetensors.index.json, or pytorch_model.bin"
-    )
-
-
-def convert_hf(hf_config: dict[str, Any], state: dict[str, torch.Tensor]) -> TransformerModel:
-    """Build our model for an HF config and fill it from the HF state dict."""
+def convert_hf(
+    hf_config: dict[str, Any], state: Mapping[str, torch.Tensor], dtype: torch.dtype = torch.float32
+) -> TransformerModel:
+    """Build our model for an HF config (without random init) and fill it from the HF state."""
     family = _family(hf_config.get("model_type", "?"))
     keys = set(state)
-    config = family.config_from_hf(hf_config, keys)
-    net = build(config)
+    try:
+        config = family.config_from_hf(hf_config, keys)
+    except KeyError as error:
+        raise ValueError(f"the Hugging Face config lacks {error.args[0]!r}") from None
+    net = build(config, initialize=False, dtype=dtype)
     if hasattr(family, "check"):
         family.check(state, config)
     load_mapped(net, state, family.key_map(config, keys), family.IGNORED)
@@ -121,7 +113,7 @@ def convert_hf(hf_config: dict[str, Any], state: dict[str, torch.Tensor]) -> Tra
 
 
 def load_mapped(
-    net: torch.nn.Module, state: dict[str, torch.Tensor], mapping: list[Mapped], ignored: dict[str, str]
+    net: torch.nn.Module, state: Mapping[str, torch.Tensor], mapping: list[Mapped], ignored: dict[str, str]
 ) -> None:
     """Copy checkpoint tensors into ``net`` by ``mapping``, asserting shapes and coverage."""
     params = dict(net.named_parameters())  # tied weights appear once, under their first name

@@ -64,7 +64,7 @@ def load(name_or_path: str | Path, dtype: torch.dtype = torch.float32):
         from glassformer.formats.hf import convert_hf, read_hf_checkpoint
         from glassformer.tokenizers import load_tokenizer
 
-        net = convert_hf(*read_hf_checkpoint(path)).to(dtype)
+        net = convert_hf(*read_hf_checkpoint(path), dtype=dtype)
         tokenizer = load_tokenizer(path) if (path / "tokenizer.json").exists() else None
         return LanguageModel(net, tokenizer)
     raise ValueError(

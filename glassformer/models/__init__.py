@@ -13,18 +13,21 @@ from glassformer.models.encoder_decoder import EncoderDecoderLM
 FAMILY_CLASSES = {"decoder": DecoderLM, "encoder": EncoderModel, "encoder_decoder": EncoderDecoderLM}
 
 
-def build(config: ModelConfig, initialize: bool = True) -> TransformerModel:
+def build(
+    config: ModelConfig, initialize: bool = True, dtype: torch.dtype = torch.float32
+) -> TransformerModel:
     """A freshly initialized model for ``config``: DecoderLM, EncoderModel or EncoderDecoderLM.
 
     ``initialize=False`` skips the random initialization (the model is built on the meta
-    device, then given uninitialized CPU memory): for loaders that overwrite every weight.
+    device, then given uninitialized CPU memory of ``dtype``): for loaders that overwrite
+    every weight, so a loaded model never exists twice in memory.
     """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"build() needs a ModelConfig, got {type(config).__name__}")
     if initialize:
-        return FAMILY_CLASSES[config.family](config)
+        return FAMILY_CLASSES[config.family](config).to(dtype)
     with torch.device("meta"):
-        net = FAMILY_CLASSES[config.family](config)
+        net = FAMILY_CLASSES[config.family](config).to(dtype)
     net = net.to_empty(device="cpu")
     net.tie_weights()  # to_empty gives tied parameters separate memory: tie them again
     for module in net.modules():  # computed buffers (RoPE frequencies, ALiBi slopes)
