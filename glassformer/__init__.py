@@ -26,14 +26,13 @@ from glassformer.tokenizers import Tokenizer, load_tokenizer
 __version__ = "0.1.0"
 
 
-def load(name_or_path: Any, dtype: Any = None) -> LanguageModel:
+def load(name_or_path: Any, dtype: Any = "float32") -> LanguageModel:
     """A model by registry name (``smollm2-135m-instruct``, ``minilm-l6``) or path: a .gguf
-    file, a Hugging Face checkpoint directory or a training run directory."""
-    import torch
-
+    file, a Hugging Face checkpoint directory or a training run directory; ``dtype``
+    float32 (default) or bfloat16 (a torch dtype or its name)."""
     from glassformer.formats.registry import load as load_model
 
-    return load_model(name_or_path, dtype or torch.float32)
+    return load_model(name_or_path, dtype)
 
 
 def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:

@@ -3,6 +3,7 @@
     glassformer demo                    train a small Llama-style model to copy, look inside
     glassformer config [...]            print a validated ModelConfig as JSON (every field is a flag)
     glassformer chat [MODEL]            chat with an instruct model (default: SmolLM2-135M-Instruct)
+    glassformer export MODEL OUT_DIR    write a model as a Hugging Face checkpoint directory
     glassformer tokenize "text" [...]   show tokens, ids and offsets (--explain: the merges)
     glassformer tokenizer train [...]   train a byte-level BPE tokenizer on a corpus
     glassformer --version
@@ -86,6 +87,7 @@ def config_from_args(args: argparse.Namespace, base: ModelConfig | None = None) 
 
 def build_parser() -> argparse.ArgumentParser:
     from glassformer import __version__
+    from glassformer.formats.registry import DTYPE_HELP, DTYPES
 
     parser = argparse.ArgumentParser(
         prog="glassformer",
@@ -122,12 +124,30 @@ def build_parser() -> argparse.ArgumentParser:
         description="A conversation with an instruct model (default: SmolLM2-135M-Instruct), laid out by "
         "its own chat template, replies streamed token by token. An empty line or 'exit' ends it.",
     )
-    chat.add_argument("model", nargs="?", default="smollm2-135m-instruct", help="registry name or .gguf file")
+    chat.add_argument(
+        "model", nargs="?", default="smollm2-135m-instruct", help="registry name, .gguf file or HF directory"
+    )
+    chat.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
     chat.add_argument("--system", default=None, help="a system message (default: the template's own)")
     chat.add_argument("--max-new-tokens", type=int, default=256)
     chat.add_argument("--temperature", type=float, default=0.2, help="0 = greedy (default: 0.2)")
     chat.add_argument("--top-p", type=float, default=0.9)
     chat.add_argument("--seed", type=int, default=0)
+
+    export = commands.add_parser(
+        "export",
+        help="write a model as a Hugging Face checkpoint directory",
+        description="Write MODEL as a Hugging Face checkpoint directory (config.json, model.safetensors and, "
+        "for a byte-level BPE tokenizer, tokenizer.json) that transformers' from_pretrained loads: GPT-2 and "
+        "Llama decoders, BERT encoders, T5 encoder-decoders. The config is checked by reading it back with "
+        "the importer; a model no Hugging Face family holds exactly (e.g. ALiBi positions) is refused, "
+        "naming the fields that differ.",
+    )
+    export.add_argument(
+        "model", help="a registry name, a .gguf file, a Hugging Face checkpoint directory or a run directory"
+    )
+    export.add_argument("out_dir", help="the directory to write (created; must be empty or absent)")
+    export.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
 
     tokenize = commands.add_parser(
         "tokenize",
@@ -210,22 +230,36 @@ def main(argv: list[str] | None = None) -> int:
             from glassformer.formats.registry import load
 
             chat_loop(
-                load(args.model),
+                load(args.model, args.dtype),
                 system=args.system,
                 max_new_tokens=args.max_new_tokens,
                 temperature=args.temperature,
                 top_p=args.top_p,
                 seed=args.seed,
             )
+        elif args.command == "export":
+            return _export(args)
         elif args.command == "tokenize":
             return _tokenize(args)
         elif args.command == "tokenizer":
             return _train_tokenizer(args)
         else:
             parser.print_help()
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"glassformer: error: {error}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from glassformer.formats.registry import load
+
+    done = load(args.model).save_hf(args.out_dir, overwrite=args.overwrite)
+    print(f"wrote {done.directory}: a Hugging Face {done.architecture} checkpoint ({done.model_type!r})")
+    for name in done.files:
+        print(f"  {name:<24} {(done.directory / name).stat().st_size:>12,} bytes")
+    for note in done.notes:
+        print(f"note: {note}")
     return 0
 
 

@@ -12,7 +12,8 @@ ids (a batch of equal length), or a 1-D / 2-D tensor of ids.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,6 +21,9 @@ from glassformer import generate as generation
 from glassformer.config import ModelConfig
 from glassformer.inspect.trace import Trace, capture
 from glassformer.models import EncoderDecoderLM, EncoderModel, TransformerModel
+
+if TYPE_CHECKING:
+    from glassformer.formats.hf_export import HFExport
 
 TokenInput = str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor
 
@@ -33,6 +37,7 @@ class LanguageModel:
         self.net = net
         self.tokenizer = tokenizer
         self.chat_template: str | None = None  # Jinja2 template from the checkpoint, if any
+        self.embed_max_tokens: int | None = None  # a sentence encoder's limit (else max_seq_len)
 
     @property
     def config(self) -> ModelConfig:
@@ -203,7 +208,7 @@ class LanguageModel:
             raise ValueError(f"embed() needs an encoder model, this one is {self.config.family!r}")
         if isinstance(sentences, str):
             sentences = [sentences]
-        rows = [self.ids(s)[0].tolist() for s in sentences]
+        rows = [self._truncated(self.ids(s)[0].tolist()) for s in sentences]
         width = max(len(r) for r in rows)
         pad = self.config.pad_token_id or 0
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self._device)
@@ -212,6 +217,24 @@ class LanguageModel:
             hidden = self.net.encode(ids, mask)  # n t d
             vectors = self.net.pool(hidden, mask, pooling)  # n d
         return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
+
+    def _truncated(self, row: list[int]) -> list[int]:
+        """At most ``embed_max_tokens`` tokens (as sentence-transformers truncates), keeping
+        a closing special token such as [SEP]: the last token of encoding an empty text."""
+        limit = min(self.embed_max_tokens or self.config.max_seq_len, self.config.max_seq_len)
+        if len(row) <= limit:
+            return row
+        closing = self.tokenizer.encode("")[-1:] if self.tokenizer is not None else []
+        return row[: limit - 1] + row[-1:] if closing and row[-1:] == closing else row[:limit]
+
+    # export ------------------------------------------------------------------------
+    def save_hf(self, directory: str | Path, overwrite: bool = False) -> HFExport:
+        """Write a Hugging Face checkpoint directory (config.json, model.safetensors, and
+        tokenizer.json for a byte-level BPE tokenizer) that ``transformers`` loads; see
+        `glassformer.formats.hf_export`. ValueError when no HF family holds this model."""
+        from glassformer.formats.hf_export import save_hf
+
+        return save_hf(self.net, directory, self.tokenizer, overwrite, tokenizer_optional=True)
 
 
 def decode_stream(tokenizer: Any, tokens: Iterator[int], stop_ids: Sequence[int] = ()) -> Iterator[str]:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
-import torch
+import os
 
-import glassformer as gf
+# Reference libraries (transformers, sentence-transformers) read local files only: the
+# tests never touch the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import glassformer as gf  # noqa: E402
 
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
 

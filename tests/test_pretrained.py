@@ -82,6 +82,19 @@ def test_minilm_sentence_embeddings_match_the_reference_recipe(minilm):
     assert cosine.min().item() >= 0.99999
 
 
+def test_minilm_embeddings_match_sentence_transformers(minilm):
+    """The sentence-transformers package itself, reading the same directory (modules.json:
+    BERT, mean pooling, normalization; max_seq_length 256 — the long text is truncated)."""
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    ours = minilm[0]
+    model = sentence_transformers.SentenceTransformer(str(resolve("minilm-l6")), device="cpu")
+    texts = [*SENTENCES, "a long text " * 150]
+    reference = torch.from_numpy(model.encode(texts))
+    cosine = (ours.embed(texts) * reference).sum(-1)
+    print("cosine with sentence-transformers:", cosine.tolist())
+    assert cosine.min().item() >= 0.99999
+
+
 def test_minilm_attention_weights_match_hf(minilm):
     ours, hf, tokenizer = minilm
     text = "The quick brown fox jumps over the lazy dog."

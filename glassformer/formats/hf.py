@@ -5,7 +5,10 @@ A family module (``hf_gpt2``, ``hf_llama``, ``hf_bert``, ``hf_t5``, ``hf_marian`
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]``: for each of our parameters, the checkpoint
   tensor it comes from and how it is reshaped (transposed, split, squeezed);
-* ``IGNORED``: checkpoint tensors we deliberately do not use (each with its reason).
+* ``IGNORED``: checkpoint tensors we deliberately do not use (each with its reason);
+* for export (`glassformer.formats.hf_export`), ``config_to_hf(config) -> dict``, the
+  inverse of ``config_from_hf``. Transforms that split a tensor are `Split`s, which can
+  also ``join`` the pieces back.
 
 `load_mapped` then checks everything: every one of our parameters is filled exactly
 once, every shape matches, and no checkpoint tensor is left unused unless ignored — so
@@ -38,19 +41,49 @@ class Mapped:
     transform: Transform | None = None
 
 
-def rows(part: int, parts: int) -> Transform:
+@dataclass(frozen=True)
+class Split:
+    """One piece of a checkpoint tensor: transposed (GPT-2's Conv1D), then block ``part`` of
+    ``parts`` equal blocks along dim 0 (fused q/k/v). Calling it reads; `join` writes.
+
+    Shape: a matrix (out, in) from a fused one stored as (parts * out, in), or as
+    (in, parts * out) when ``transposed``; a vector (out,) from (parts * out,). Vectors are
+    never transposed.
+
+    >>> fused = torch.arange(12.0).reshape(2, 6)     # GPT-2 c_attn: (in=2, 3 * out=6)
+    >>> q = Split(0, 3, transposed=True)(fused)      # (out=2, in=2)
+    >>> q.tolist()
+    [[0.0, 6.0], [1.0, 7.0]]
+    >>> pieces = [Split(j, 3, transposed=True)(fused) for j in range(3)]
+    >>> torch.equal(Split(0, 3, transposed=True).join(pieces), fused)
+    True
+    """
+
+    part: int = 0
+    parts: int = 1
+    transposed: bool = False
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        w = w.t() if self.transposed and w.dim() == 2 else w
+        return w.chunk(self.parts, dim=0)[self.part].contiguous()
+
+    def join(self, pieces: list[torch.Tensor]) -> torch.Tensor:
+        """The checkpoint tensor from all ``parts`` pieces, in part order (the inverse)."""
+        if len(pieces) != self.parts:
+            raise ValueError(f"a tensor split in {self.parts} needs {self.parts} pieces, got {len(pieces)}")
+        w = torch.cat(pieces, dim=0) if self.parts > 1 else pieces[0]
+        w = w.t() if self.transposed and w.dim() == 2 else w
+        return w.contiguous()
+
+
+def rows(part: int, parts: int) -> Split:
     """Take one of ``parts`` equal blocks along dim 0 (fused q/k/v matrices)."""
-    return lambda w: w.chunk(parts, dim=0)[part]
+    return Split(part, parts)
 
 
-def conv1d(part: int = 0, parts: int = 1) -> Transform:
+def conv1d(part: int = 0, parts: int = 1) -> Split:
     """GPT-2's Conv1D stores W as (in, out); ours are nn.Linear (out, in): transpose, split."""
-
-    def transform(w: torch.Tensor) -> torch.Tensor:
-        w = w.t() if w.dim() == 2 else w
-        return w.chunk(parts, dim=0)[part].contiguous()
-
-    return transform
+    return Split(part, parts, transposed=True)
 
 
 def _family(model_type: str):
@@ -166,3 +199,21 @@ def special_id(hf: dict[str, Any], name: str) -> int | None:
     if isinstance(value, list):
         value = value[0] if value else None
     return value if value is not None and 0 <= value < hf["vocab_size"] else None
+
+
+def hf_activation_name(activation: str, tanh_gelu: str = "gelu_new") -> str:
+    """The HF name of our activation, the inverse of `hf_activation`; for a gated one (SwiGLU,
+    GeGLU) the name of its gate's. ``tanh_gelu`` spells tanh-GELU: ``gelu_new`` (GPT-2) or
+    ``gelu_pytorch_tanh`` (Llama-style configs).
+
+    >>> hf_activation_name("swiglu"), hf_activation_name("gelu_tanh")
+    ('silu', 'gelu_new')
+    """
+    gate = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}.get(activation, activation)
+    return tanh_gelu if gate == "gelu_tanh" else gate
+
+
+def expect_family(config: Any, family: str, hf_name: str) -> None:
+    """Export guard: an HF family writes one of our families only."""
+    if config.family != family:
+        raise ValueError(f"{hf_name} checkpoints hold family={family!r} models, not {config.family!r}")

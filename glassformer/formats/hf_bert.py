@@ -3,6 +3,11 @@
 BERT is post-norm with a LayerNorm on the embeddings; q/k/v/out are separate Linears.
 Checkpoints with a ``bert.`` prefix carry the MLM head (``cls.predictions``); bare
 ``BertModel`` ones (all-MiniLM-L6-v2) have none, and usually a pooler.
+
+Export writes ``BertForMaskedLM`` when the model has the masked-LM head (a pooler, if
+any, is written too: ``BertModel`` loads it from the same file) and ``BertModel``
+otherwise (HF then gives a model without a pooler a random one, which is not part of
+its hidden states).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, hf_activation, special_id
+from glassformer.formats.hf import Mapped, expect_family, hf_activation, hf_activation_name, special_id
 
 IGNORED = {
     r"(bert\.)?embeddings\.position_ids": "an arange buffer",
@@ -48,6 +53,38 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         pooler=f"{p}pooler.dense.weight" in keys,
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``BertForMaskedLM`` / ``BertModel`` config.json: the inverse of `config_from_hf`.
+
+    What BERT cannot express (pre-norm, RoPE, no segment embeddings) is written as BERT
+    has it; `glassformer.formats.hf_export` reads the result back and refuses it.
+    """
+    expect_family(config, "encoder", "BERT")
+    return {
+        "model_type": "bert",
+        "architectures": ["BertForMaskedLM" if config.mlm_head else "BertModel"],
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.d_model,
+        "num_hidden_layers": config.n_layers,
+        "num_attention_heads": config.n_heads,
+        "intermediate_size": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "type_vocab_size": max(config.type_vocab_size, 1),  # BERT always adds segment embeddings
+        "position_embedding_type": "absolute",
+        "hidden_act": hf_activation_name(config.activation),
+        "layer_norm_eps": config.norm_eps,
+        "pad_token_id": config.pad_token_id,
+        "hidden_dropout_prob": config.resid_dropout,  # training only
+        "attention_probs_dropout_prob": config.attn_dropout,
+        "initializer_range": config.init_std,
+    }
+
+
+def layout_keys(config: ModelConfig) -> set[str]:
+    """``BertForMaskedLM`` prefixes the encoder with ``bert.``; a bare ``BertModel`` does not."""
+    return {"bert.embeddings.word_embeddings.weight"} if config.mlm_head else set()
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

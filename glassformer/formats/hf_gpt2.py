@@ -1,6 +1,8 @@
 """Key map for Hugging Face GPT-2 (``GPT2LMHeadModel`` / ``GPT2Model``).
 
-GPT-2 keeps q, k and v in one Conv1D ``c_attn`` of shape (d, 3d): transposed and split.
+GPT-2 keeps q, k and v in one Conv1D ``c_attn`` of shape (d, 3d): transposed and split
+on import (`Split`), joined and transposed back on export. Export writes
+``GPT2LMHeadModel`` (the ``transformer.`` prefix, tied LM head left out as HF does).
 """
 
 from __future__ import annotations
@@ -8,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, conv1d, hf_activation, special_id
+from glassformer.formats.hf import (
+    Mapped,
+    conv1d,
+    expect_family,
+    hf_activation,
+    hf_activation_name,
+    special_id,
+)
 
 IGNORED = {
     r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias": "causal-mask buffers of old checkpoints",
@@ -41,6 +50,41 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         eos_token_id=special_id(hf, "eos_token_id"),
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``GPT2LMHeadModel`` config.json for ``config``: the inverse of `config_from_hf`.
+
+    What GPT-2 cannot express (RoPE, RMSNorm, no biases, an untied head) is written as
+    GPT-2 has it; `glassformer.formats.hf_export` reads the result back and refuses it.
+    """
+    expect_family(config, "decoder", "GPT-2")
+    return {
+        "model_type": "gpt2",
+        "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": config.vocab_size,
+        "n_embd": config.d_model,
+        "n_layer": config.n_layers,
+        "n_head": config.n_heads,
+        "n_inner": config.d_ff,
+        "n_positions": config.max_seq_len,
+        "activation_function": hf_activation_name(config.activation),
+        "layer_norm_epsilon": config.norm_eps,
+        "tie_word_embeddings": True,  # GPT2LMHeadModel always ties
+        "bos_token_id": config.bos_token_id,
+        "eos_token_id": config.eos_token_id,
+        "pad_token_id": config.pad_token_id,
+        # training only: GPT-2's resid_pdrop covers both sublayer outputs (our resid + ffn)
+        "embd_pdrop": config.embed_dropout,
+        "attn_pdrop": config.attn_dropout,
+        "resid_pdrop": config.resid_dropout,
+        "initializer_range": config.init_std,
+    }
+
+
+def layout_keys(config: ModelConfig) -> set[str]:
+    """Export writes ``GPT2LMHeadModel``, whose tensors carry the ``transformer.`` prefix."""
+    return {"transformer.wte.weight"}
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

@@ -1,6 +1,8 @@
 """Key map for Hugging Face Llama-family decoders (``LlamaForCausalLM``; Mistral, Qwen2).
 
 Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA.
+Export writes ``LlamaForCausalLM`` (Mistral's sliding window and Qwen2's q/k/v-only
+biases are read, not written).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, hf_activation, special_id
+from glassformer.formats.hf import Mapped, expect_family, hf_activation, hf_activation_name, special_id
 
 IGNORED = {
     r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq": "recomputed from rope_base",
@@ -30,6 +32,13 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         window = None
     qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
     n_heads = hf["num_attention_heads"]
+    hidden_act = hf.get("hidden_act", "silu")
+    gated = {"silu": "swiglu", "gelu_tanh": "geglu_tanh", "gelu": "geglu"}.get(hf_activation(hidden_act))
+    if gated is None:  # the FFN is always gated: a ReLU gate would be ReGLU, which we lack
+        raise ValueError(
+            f"Llama hidden_act={hidden_act!r} is not supported (the FFN is gated); supported: silu, gelu, "
+            "gelu_new, gelu_pytorch_tanh"
+        )
     return ModelConfig(
         family="decoder",
         vocab_size=hf["vocab_size"],
@@ -48,9 +57,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         attn_window=window,
         qkv_bias=qkv_bias,
         out_bias=bool(hf.get("attention_bias", False)),
-        activation={"silu": "swiglu", "gelu_tanh": "geglu_tanh", "gelu": "geglu"}[
-            hf_activation(hf.get("hidden_act", "silu"))
-        ],
+        activation=gated,
         ffn_bias=bool(hf.get("mlp_bias", False)),
         norm="rmsnorm",
         norm_placement="pre",
@@ -60,6 +67,42 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         eos_token_id=special_id(hf, "eos_token_id"),
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``LlamaForCausalLM`` config.json for ``config``: the inverse of `config_from_hf`.
+
+    What Llama cannot express (learned positions, LayerNorm, an ungated FFN, NTK scaling)
+    is written as Llama has it; `glassformer.formats.hf_export` reads the result back and
+    refuses it.
+    """
+    expect_family(config, "decoder", "Llama")
+    linear = config.rope_scaling == "linear"
+    gate = hf_activation_name(config.activation, tanh_gelu="gelu_pytorch_tanh")  # gated or not
+    return {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.d_model,
+        "num_hidden_layers": config.n_layers,
+        "num_attention_heads": config.n_heads,
+        "num_key_value_heads": config.n_kv_heads,
+        "head_dim": config.d_head,
+        "intermediate_size": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "rope_theta": config.rope_base,
+        "rope_scaling": {"rope_type": "linear", "factor": config.rope_scaling_factor} if linear else None,
+        "attention_bias": config.qkv_bias,  # one flag for q, k, v and o
+        "mlp_bias": config.ffn_bias,
+        "hidden_act": "silu" if gate == "relu" else gate,  # no ReGLU: written as SwiGLU, so refused
+        "rms_norm_eps": config.norm_eps,
+        "tie_word_embeddings": config.tie_embeddings,
+        "bos_token_id": config.bos_token_id,
+        "eos_token_id": config.eos_token_id,
+        "pad_token_id": config.pad_token_id,
+        "attention_dropout": config.attn_dropout,  # training only
+        "initializer_range": config.init_std,
+    }
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

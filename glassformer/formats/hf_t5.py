@@ -3,7 +3,7 @@
 T5: RMSNorm pre-norm, no biases, no 1/sqrt(d_k) (folded into the init), a relative
 position bias learned in layer 0 of each stack and shared by all its layers, ReLU or
 gated-GELU feed-forward. With tied embeddings the decoder output is scaled by
-d_model^-0.5 before the LM head.
+d_model^-0.5 before the LM head. Export writes ``T5ForConditionalGeneration``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, special_id
+from glassformer.formats.hf import Mapped, expect_family, special_id
 
 IGNORED = {
     r"(encoder|decoder)\.embed_tokens\.weight": "the same tensor as shared.weight",
@@ -55,6 +55,41 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         eos_token_id=special_id(hf, "eos_token_id"),
         decoder_start_token_id=special_id(hf, "decoder_start_token_id"),  # None: start from <pad>
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``T5ForConditionalGeneration`` config.json: the inverse of `config_from_hf`.
+
+    What T5 cannot express (sinusoidal positions, LayerNorm, biases) is written as T5 has
+    it; `glassformer.formats.hf_export` reads the result back and refuses it.
+    """
+    expect_family(config, "encoder_decoder", "T5")
+    # relu, gelu (exact) and gated-gelu (a tanh-GELU gate, T5 v1.1) are what T5 has; any
+    # other activation is written as the nearest of these, and so refused
+    projection = "gated-gelu" if config.gated else "relu" if config.activation == "relu" else "gelu"
+    return {
+        "model_type": "t5",
+        "architectures": ["T5ForConditionalGeneration"],
+        "is_encoder_decoder": True,
+        "vocab_size": config.vocab_size,
+        "d_model": config.d_model,
+        "num_layers": config.n_layers,
+        "num_decoder_layers": config.n_decoder_layers,
+        "num_heads": config.n_heads,
+        "d_kv": config.d_head,
+        "d_ff": config.d_ff,
+        "n_positions": config.max_seq_len,  # HF T5 ignores it; it keeps our max_seq_len
+        "relative_attention_num_buckets": config.relative_buckets,
+        "relative_attention_max_distance": config.relative_max_distance,
+        "feed_forward_proj": projection,
+        "layer_norm_epsilon": config.norm_eps,
+        "tie_word_embeddings": config.tie_embeddings,
+        "pad_token_id": config.pad_token_id,
+        "eos_token_id": config.eos_token_id,
+        "decoder_start_token_id": config.decoder_start_token_id,
+        "dropout_rate": config.resid_dropout,  # training only
+        "initializer_factor": 1.0,
+    }
 
 
 def _ffn(config: ModelConfig, ours: str, theirs: str) -> list[Mapped]:

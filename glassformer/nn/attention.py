@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
-from glassformer.nn.linear import Linear, linear
+from glassformer.nn.linear import Linear, fused_linear
 from glassformer.nn.masks import AttentionMask
 from glassformer.nn.positions import Rotation
 
@@ -53,8 +53,7 @@ class Attention(nn.Module):
         self.o_proj = Linear(h * e, d, bias=config.out_bias)
         self.dropout_p = config.attn_dropout
         self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's attention_impl
-        self._stack_cache: dict[str, tuple] = {}  # see _stacked
-        self._stack_transposed: dict = {}  # the decode fast path of glassformer.nn.linear
+        self._qkv_decode_cache: dict = {}  # the decode fast path of glassformer.nn.linear
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
         self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (HookPoint(n) for n in names[4:])
@@ -96,30 +95,15 @@ class Attention(nn.Module):
         GPT-2's c_attn), then RoPE applied to q and k together.  b t d -> b h t e, b g t e x2."""
         b, t, _ = x.shape
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
-        weight, bias = self._stacked("weight"), self._stacked("bias")  # (h+2g)e d, (h+2g)e
-        qkv = (
-            linear(x, weight, bias, self._stack_transposed).view(b, t, h + 2 * g, e).transpose(1, 2)
-        )  # b (h+2g) t e
+        projections = (self.q_proj, self.k_proj, self.v_proj)
+        qkv = fused_linear(
+            x, [p.weight for p in projections], [p.bias for p in projections], self._qkv_decode_cache
+        )  # b t (h+2g)e
+        qkv = qkv.view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if rope is not None:
             qk = rope.apply(qk)
         return qk[:, :h], qk[:, h:], v
-
-    def _stacked(self, kind: str) -> torch.Tensor | None:
-        """[W_Q; W_K; W_V] (or the biases). Without gradients the stack is kept and reused
-        until a parameter changes (its version counter moves), so decoding does not copy
-        the three matrices at every token."""
-        parts = [getattr(proj, kind) for proj in (self.q_proj, self.k_proj, self.v_proj)]
-        if parts[0] is None:
-            return None
-        if torch.is_grad_enabled() and any(p.requires_grad for p in parts):
-            return torch.cat(parts)  # training: gradients flow back into the three matrices
-        key = tuple((p.data_ptr(), None if p.is_inference() else p._version, p.dtype) for p in parts)
-        cached = self._stack_cache.get(kind)
-        if cached is None or cached[0] != key:
-            cached = (key, torch.cat(parts).detach())
-            self._stack_cache[kind] = cached
-        return cached[1]
 
     def _attend(self, q, k, v, mask: AttentionMask | None, bias: torch.Tensor | None) -> torch.Tensor:
         """Attention from projected heads to concatenated head outputs: -> b t (h e)."""

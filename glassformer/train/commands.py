@@ -3,6 +3,7 @@
 glassformer data shakespeare [--data-dir DIR]
 glassformer train --preset shakespeare-char [--out runs/NAME] [--set train.steps=500] [--resume]
 glassformer generate runs/shakespeare-char "ROMEO:" [--temperature 0.8 --top-k 200 --seed 0]
+glassformer generate smollm2-135m-instruct "The capital of France is" [--dtype bfloat16]
 glassformer eval runs/shakespeare-char
 glassformer runs [--root runs]
 """
@@ -26,6 +27,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     data.add_argument("corpus", choices=["shakespeare"], help="the corpus to fetch")
     data.add_argument("--data-dir", default=None, help="cache directory (default: ~/.cache/glassformer)")
 
+    from glassformer.formats.registry import DTYPE_HELP, DTYPES
     from glassformer.train.settings import preset_names
 
     train = commands.add_parser(
@@ -54,16 +56,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     generate = commands.add_parser(
         "generate",
-        help="generate text from a trained run",
-        description="Load a run directory and stream a continuation of the prompt to the terminal.",
+        help="generate text from a trained run or a pretrained model",
+        description="Load a model and stream a continuation of the prompt to the terminal.",
     )
-    generate.add_argument("run", help="a run directory (made by glassformer train)")
+    generate.add_argument(
+        "run",
+        metavar="model",
+        help="a run directory (made by glassformer train), a registry name (smollm2-135m-instruct), "
+        "a .gguf file or a Hugging Face checkpoint directory",
+    )
     generate.add_argument("prompt", nargs="?", default="\n", help="the text to continue (default: a newline)")
     generate.add_argument("--max-new-tokens", type=int, default=300)
     generate.add_argument("--temperature", type=float, default=0.8, help="0 = greedy (default: 0.8)")
     generate.add_argument("--top-k", type=int, default=None)
     generate.add_argument("--top-p", type=float, default=None)
     generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
 
     evaluate = commands.add_parser(
         "eval",
@@ -138,7 +146,7 @@ def _train(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from glassformer.formats.registry import load
 
-    lm = load(args.run)
+    lm = load(args.run, args.dtype)
     if lm.tokenizer is None:
         raise ValueError(f"{args.run} has no tokenizer, so it cannot generate from text")
     prompt = args.prompt

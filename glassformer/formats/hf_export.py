@@ -1,0 +1,266 @@
+"""Glassformer models -> Hugging Face checkpoint directories: the importer, run backwards.
+
+    save_hf(lm.net, "out/", lm.tokenizer)      # or lm.save_hf("out/"), or `glassformer export`
+    transformers.AutoModelForCausalLM.from_pretrained("out/")
+
+The export has no layout of its own: it reuses each family's import code (`hf_gpt2`,
+`hf_llama`, `hf_bert`, `hf_t5`), so what is written is what the importer would read.
+
+1. **Config.** ``config_to_hf(config)`` writes the ``config.json``. The export is then
+   *verified against the importer*: ``config_from_hf`` must read that dict back as exactly
+   our config, the training-only fields (dropouts, init) aside. A model that no family
+   reproduces (ALiBi positions, a GPT-2 without biases, a Marian-style original
+   Transformer) is refused with the fields that differ for the closest family, rather
+   than written as a checkpoint HF would load as a different model.
+2. **Weights.** The key map ``key_map(config, keys)`` says, for each of our parameters,
+   which checkpoint tensor it comes from. Grouped by checkpoint name, it runs backwards:
+   a tensor the importer splits (GPT-2's fused, transposed ``c_attn``) is joined by
+   `Split.join`; every other one is written as it is. Each joined tensor is split again
+   by the import transform and must give our parameters back exactly, and every one of
+   our parameters must be written once. Tensors HF ties (an LM head tied to the token
+   embedding) are left out, as ``save_pretrained`` leaves them out.
+3. **Files.** ``config.json``, ``model.safetensors`` and, with a byte-level BPE tokenizer,
+   ``tokenizer.json`` + ``tokenizer_config.json`` are written into a temporary sibling
+   directory that is then renamed into place: an interrupted export leaves no half
+   checkpoint, and an existing non-empty directory is replaced only with
+   ``overwrite=True``.
+
+Loading the result with ``gf.load`` gives back the same config and the same weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from glassformer.config import DROPOUT_FIELDS, ModelConfig
+from glassformer.formats.hf import Mapped, Split
+
+# fields that change training, not the function the model computes; HF has its own names for some
+TRAINING_ONLY = (*DROPOUT_FIELDS, "init", "init_std")
+# our family -> the HF families that can hold it, in the order they are tried
+WRITERS = {"decoder": ("gpt2", "llama"), "encoder": ("bert",), "encoder_decoder": ("t5",)}
+
+
+@dataclass(frozen=True)
+class HFExport:
+    """What `save_hf` wrote: the directory, the HF class and the files in it."""
+
+    directory: Path
+    model_type: str
+    architecture: str
+    files: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+
+def save_hf(
+    net: torch.nn.Module,
+    directory: str | Path,
+    tokenizer: Any | None = None,
+    overwrite: bool = False,
+    *,
+    tokenizer_optional: bool = False,
+) -> HFExport:
+    """Write ``net`` (and ``tokenizer``) as a Hugging Face checkpoint directory.
+
+    ``tokenizer`` is written as ``tokenizer.json`` when it is a byte-level BPE; another
+    kind (WordPiece, characters) raises, unless ``tokenizer_optional`` (the facade's
+    ``lm.save_hf``, which passes the tokenizer it happens to hold), which leaves it out
+    with a note. Raises ValueError when no HF family reproduces the model's config, and
+    FileExistsError when ``directory`` holds files and ``overwrite`` is false.
+
+    >>> import tempfile, glassformer as gf
+    >>> net = gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4))
+    >>> out = save_hf(net, Path(tempfile.mkdtemp()) / "tiny-gpt2")
+    >>> out.architecture, out.files
+    ('GPT2LMHeadModel', ('config.json', 'model.safetensors'))
+    >>> torch.equal(gf.load(out.directory).logits([[1, 2, 3]]), gf.LanguageModel(net).logits([[1, 2, 3]]))
+    True
+    """
+    config = getattr(net, "config", None)
+    if not isinstance(config, ModelConfig):
+        raise TypeError(f"save_hf writes a Glassformer model (gf.build), got {type(net).__name__}")
+    directory = Path(directory)
+    _check_target(directory, overwrite)
+    family, hf_config, mapping = choose_family(config)
+    state = hf_state(net, mapping)
+    hf_config["torch_dtype"] = str(next(iter(state.values())).dtype).removeprefix("torch.")
+    files = {"config.json": json.dumps(hf_config, indent=2, sort_keys=True) + "\n"}
+    notes = []
+    if tokenizer is not None:
+        try:
+            files.update(tokenizer_files(tokenizer, config))
+        except (TypeError, ValueError) as error:
+            if not tokenizer_optional:
+                raise ValueError(f"cannot write the tokenizer as an HF tokenizer.json: {error}") from None
+            notes.append(f"tokenizer not written: {error}")
+    _write_directory(directory, state, files, overwrite)
+    return HFExport(
+        directory=directory,
+        model_type=hf_config["model_type"],
+        architecture=hf_config["architectures"][0],
+        files=tuple(sorted([*files, "model.safetensors"])),
+        notes=tuple(notes),
+    )
+
+
+# -- config: write, read back, compare ---------------------------------------------------------
+
+
+def choose_family(config: ModelConfig) -> tuple[ModuleType, dict[str, Any], list[Mapped]]:
+    """The HF family whose importer reads ``config_to_hf(config)`` back as ``config``, with
+    that dict and the key map; ValueError naming the differences of the closest one."""
+    tried = []
+    for name in WRITERS[config.family]:
+        family = _family_module(name)
+        hf_config = json.loads(json.dumps(family.config_to_hf(config)))  # as config.json will hold it
+        layout = family.layout_keys(config) if hasattr(family, "layout_keys") else set()
+        mapping = family.key_map(config, layout)
+        try:
+            back = family.config_from_hf(hf_config, {item.theirs for item in mapping})
+        except (KeyError, ValueError) as error:
+            differences = [f"the importer rejects it: {error}"]
+        else:
+            differences = config_differences(config, back, name)
+        if not differences:
+            return family, hf_config, mapping
+        tried.append((len(differences), name, hf_config["architectures"][0], differences))
+    _, name, architecture, differences = min(tried)
+    writers = "; ".join(f"{ours} -> {', '.join(hf)}" for ours, hf in WRITERS.items())
+    raise ValueError(
+        f"no Hugging Face family holds this {config.family} model exactly; the closest, {name} "
+        f"({architecture}), would differ in {'; '.join(differences)}. Families written: {writers} "
+        "(Marian checkpoints are read, not written)"
+    )
+
+
+def config_differences(ours: ModelConfig, theirs: ModelConfig, name: str) -> list[str]:
+    """``field (ours here, theirs as NAME)`` for every architecture field that differs."""
+    return [
+        f"{field.name} ({getattr(ours, field.name)!r} here, {getattr(theirs, field.name)!r} as {name})"
+        for field in dataclasses.fields(ModelConfig)
+        if field.compare
+        and field.name not in TRAINING_ONLY
+        and getattr(ours, field.name) != getattr(theirs, field.name)
+    ]
+
+
+def _family_module(name: str) -> ModuleType:
+    from glassformer.formats import hf_bert, hf_gpt2, hf_llama, hf_t5
+
+    return {"gpt2": hf_gpt2, "llama": hf_llama, "bert": hf_bert, "t5": hf_t5}[name]
+
+
+# -- weights: the key map backwards --------------------------------------------------------------
+
+
+def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Tensor]:
+    """Checkpoint name -> tensor (on the CPU, contiguous) for ``net`` by an import key map."""
+    params = dict(net.named_parameters())  # tied weights appear once, under their first name
+    groups: dict[str, list[Mapped]] = {}
+    for item in mapping:
+        if item.ours not in params:
+            raise ValueError(f"the key map names {item.ours!r}, which this model does not have")
+        groups.setdefault(item.theirs, []).append(item)
+    written = Counter(item.ours for item in mapping)
+    twice = sorted(name for name, count in written.items() if count > 1)
+    missing = sorted(set(params) - set(written))
+    if twice or missing:
+        raise ValueError(f"the key map writes {twice or 'none'} twice and leaves out {missing or 'none'}")
+    return {theirs: _join(theirs, items, params) for theirs, items in groups.items()}
+
+
+def _join(theirs: str, items: list[Mapped], params: dict[str, torch.Tensor]) -> torch.Tensor:
+    """One checkpoint tensor from the parameters the importer makes of it."""
+    pieces = [params[item.ours].detach().cpu() for item in items]
+    if len(items) == 1 and items[0].transform is None:
+        return pieces[0].contiguous()
+    splits = [item.transform for item in items]
+    if not all(isinstance(split, Split) for split in splits):
+        raise ValueError(f"cannot write {theirs!r}: its import transform is not an invertible Split")
+    order = sorted(range(len(items)), key=lambda k: splits[k].part)
+    layout = {(split.parts, split.transposed) for split in splits}
+    if len(layout) > 1 or [splits[k].part for k in order] != list(range(splits[0].parts)):
+        raise ValueError(f"cannot write {theirs!r}: the key map gives it pieces {splits}")
+    tensor = splits[0].join([pieces[k] for k in order])
+    for split, piece, item in zip(splits, pieces, items, strict=True):  # the importer must undo it
+        if not torch.equal(split(tensor), piece):
+            raise ValueError(f"{theirs!r} does not split back into {item.ours!r}")
+    return tensor
+
+
+# -- tokenizer -----------------------------------------------------------------------------------
+
+
+def tokenizer_files(tokenizer: Any, config: ModelConfig) -> dict[str, str]:
+    """``tokenizer.json`` and a ``tokenizer_config.json`` naming the generic fast tokenizer
+    (so ``AutoTokenizer`` does not apply a family's defaults, e.g. Llama's ``<s>``) and the
+    special tokens the config uses. TypeError for tokenizers other than byte-level BPE."""
+    from glassformer.tokenizers.hf_json import to_hf_dict
+
+    text = json.dumps(to_hf_dict(tokenizer), ensure_ascii=False, indent=1)
+    settings: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast"}
+    settings["model_max_length"] = config.max_seq_len
+    by_id = {i: token for token, i in tokenizer.special_tokens.items()}
+    for role in ("bos", "eos", "pad"):
+        token_id = getattr(config, f"{role}_token_id")
+        if token_id in by_id:
+            settings[f"{role}_token"] = by_id[token_id]
+    return {"tokenizer.json": text, "tokenizer_config.json": json.dumps(settings, indent=2) + "\n"}
+
+
+# -- files: all or nothing -----------------------------------------------------------------------
+
+
+def _check_target(directory: Path, overwrite: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise FileExistsError(f"{directory} exists and is not a directory; choose another output path")
+    if directory.is_dir() and any(directory.iterdir()) and not overwrite:
+        raise FileExistsError(
+            f"{directory} already holds files; pass overwrite=True (--overwrite on the command line) "
+            "to replace the whole directory, or choose another one"
+        )
+
+
+def _write_directory(
+    directory: Path, state: dict[str, torch.Tensor], files: dict[str, str], overwrite: bool
+) -> None:
+    """Write into a hidden sibling, then rename it into place (the old directory goes last)."""
+    from safetensors.torch import save_file
+
+    directory = directory.absolute()  # "." has no name to put a sibling beside
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    staging = directory.with_name(f".{directory.name}.{unique}.tmp")
+    staging.mkdir()
+    try:
+        save_file(state, staging / "model.safetensors", metadata={"format": "pt"})
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        for path in staging.iterdir():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+        _check_target(directory, overwrite)  # again: something may have appeared meanwhile
+        old = directory.with_name(f".{directory.name}.{unique}.old")
+        if directory.exists():
+            os.replace(directory, old)
+        try:
+            os.replace(staging, directory)
+        except BaseException:
+            if old.exists():
+                os.replace(old, directory)
+            raise
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,236 @@
+"""Export to Hugging Face checkpoints (`glassformer.formats.hf_export`), checked by HF itself.
+
+HF model -> save_pretrained -> gf.load -> lm.save_hf -> HF from_pretrained must give HF's
+own model back: every tensor equal, the same logits, nothing missing or unexpected. Models
+built by Glassformer must load in HF with our logits; configs no HF family holds are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+
+import glassformer as gf
+from glassformer import cli
+from glassformer.formats.hf_export import save_hf
+from tests.test_hf_parity import VOCAB, _bert, _gpt2, _t5
+
+transformers = pytest.importorskip("transformers")
+warnings.filterwarnings("ignore")
+transformers.logging.set_verbosity_error()
+
+
+def _llama(tied: bool):
+    config = transformers.LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,  # grouped-query attention
+        max_position_embeddings=128,
+        rope_theta=500.0,
+        bos_token_id=1,
+        eos_token_id=2,
+        tie_word_embeddings=tied,
+    )
+    return transformers.LlamaForCausalLM(config)
+
+
+ROUND_TRIPS = {  # name -> (HF model builder, the Auto class that loads the export)
+    "gpt2": (_gpt2, transformers.AutoModelForCausalLM),
+    "bert-mlm": (_bert, transformers.AutoModelForMaskedLM),
+    "bert-pooler": (lambda: transformers.BertModel(_bert().config), transformers.AutoModel),
+    "llama-untied": (lambda: _llama(tied=False), transformers.AutoModelForCausalLM),
+    "llama-tied": (lambda: _llama(tied=True), transformers.AutoModelForCausalLM),
+    "t5-relu": (_t5, transformers.AutoModelForSeq2SeqLM),
+    "t5-gated-gelu": (lambda: _t5(gated=True), transformers.AutoModelForSeq2SeqLM),
+}
+
+
+def _outputs(hf, ids: torch.Tensor) -> torch.Tensor:
+    """Everything the model computes for ``ids``: logits, or hidden states and pooler output."""
+    with torch.no_grad():
+        if hf.config.is_encoder_decoder:
+            return hf(input_ids=ids, decoder_input_ids=ids[:, :5], use_cache=False).logits
+        out = hf(input_ids=ids)
+        if hasattr(out, "logits"):
+            return out.logits
+        return torch.cat([out.last_hidden_state.flatten(), out.pooler_output.flatten()])
+
+
+@pytest.mark.parametrize("name", list(ROUND_TRIPS))
+def test_hf_to_ours_to_hf_is_the_same_model(name, tmp_path):
+    builder, auto = ROUND_TRIPS[name]
+    torch.manual_seed(0)
+    hf = builder().eval()
+    with torch.no_grad():  # HF starts norms and biases at 1 and 0: make every tensor matter
+        for param in hf.parameters():
+            param.add_(0.1 * torch.randn_like(param))
+    hf.save_pretrained(tmp_path / "hf")
+    lm = gf.load(tmp_path / "hf")
+    done = lm.save_hf(tmp_path / "export")
+    assert done.architecture == hf.config.architectures[0]
+    back, info = auto.from_pretrained(tmp_path / "export", output_loading_info=True)
+    back.eval()
+    assert type(back) is type(hf)
+    assert not any(info.values()), info  # no missing, unexpected or mismatched tensors
+
+    ours, theirs = hf.state_dict(), back.state_dict()
+    assert sorted(ours) == sorted(theirs)
+    unequal = [key for key in ours if not torch.equal(ours[key], theirs[key])]
+    assert not unequal
+    ids = torch.randint(3, VOCAB - 1, (2, 11))
+    diff = (_outputs(hf, ids) - _outputs(back, ids)).abs().max().item()
+    print(f"{name}: max abs difference {diff:.1e}")
+    assert diff == 0.0
+    assert gf.load(tmp_path / "export").config == lm.config
+
+
+def _perturbed(config: gf.ModelConfig) -> gf.LanguageModel:
+    torch.manual_seed(0)
+    net = gf.build(config).eval()
+    with torch.no_grad():  # norms start at 1 and biases at 0: make every tensor matter
+        for param in net.parameters():
+            param.add_(0.05 * torch.randn_like(param))
+    return gf.LanguageModel(net)
+
+
+BUILT = {
+    "llama-like": gf.ModelConfig(
+        vocab_size=61,
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        d_ff=48,
+        max_seq_len=64,
+        positions="rope",
+        rope_base=1000.0,
+        norm="rmsnorm",
+        activation="swiglu",
+        qkv_bias=False,
+        out_bias=False,
+        ffn_bias=False,
+        tie_embeddings=False,
+        eos_token_id=0,
+        resid_dropout=0.1,  # training only: does not stop the export
+    ),
+    "llama-like-tied-linear-rope": gf.ModelConfig(
+        vocab_size=61,
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        d_head=16,  # d_head * n_heads != d_model
+        d_ff=40,
+        max_seq_len=64,
+        positions="rope",
+        rope_scaling="linear",
+        rope_scaling_factor=2.0,
+        norm="rmsnorm",
+        norm_eps=1e-6,
+        activation="geglu_tanh",
+        qkv_bias=True,
+        out_bias=True,
+        ffn_bias=True,
+    ),
+    "gpt2-like": gf.ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=40, max_seq_len=64),
+}
+
+
+@pytest.mark.parametrize("name", list(BUILT))
+def test_models_built_here_load_in_hf_with_our_logits(name, tmp_path):
+    lm = _perturbed(BUILT[name])
+    lm.save_hf(tmp_path)  # an existing empty directory is fine
+    hf, info = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
+    assert not any(info.values()), info
+    ids = torch.randint(0, 61, (2, 17))
+    with torch.no_grad():
+        theirs = hf.eval()(input_ids=ids).logits
+    diff = (theirs - lm.logits(ids)).abs().max().item()
+    print(f"{name}: max abs logit difference {diff:.1e}")
+    assert diff <= 1e-5
+    assert gf.load(tmp_path).config == lm.config.replace(resid_dropout=0.0)
+
+
+REFUSED = {
+    "alibi": (dict(positions="alibi"), r"closest, gpt2 \(GPT2LMHeadModel\), would differ in positions "),
+    "gpt2 without biases": (
+        dict(qkv_bias=False, out_bias=False, ffn_bias=False),
+        r"qkv_bias \(False here, True as gpt2\); out_bias .*; ffn_bias",
+    ),
+    "original transformer": (
+        dict(family="encoder_decoder", positions="sinusoidal", norm_placement="post"),
+        r"closest, t5 .*positions .*norm_placement .*\(Marian checkpoints are read, not written\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_configs_no_hf_family_holds_are_refused_naming_the_fields(name, tmp_path):
+    changes, message = REFUSED[name]
+    config = gf.ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, max_seq_len=64, **changes)
+    with pytest.raises(ValueError, match=message):
+        save_hf(gf.build(config), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+def test_a_directory_with_files_is_replaced_only_when_asked(tmp_path):
+    lm = _perturbed(BUILT["gpt2-like"])
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        lm.save_hf(target)
+    assert [p.name for p in target.iterdir()] == ["notes.txt"]
+    assert (target / "notes.txt").read_text() == "mine"
+    lm.save_hf(target, overwrite=True)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging directory left behind
+
+
+def test_tokenizer_is_written_when_it_can_be(tmp_path):
+    from glassformer.tokenizers.bpe_train import train_bpe
+    from glassformer.tokenizers.char import CharTokenizer
+
+    text = "the cat sat on the mat. a dog sat on a log. " * 20
+    bpe = train_bpe(text, 270, special_tokens=["<|endoftext|>"], progress=False)
+    config = BUILT["gpt2-like"].replace(vocab_size=bpe.vocab_size, eos_token_id=bpe.vocab_size - 1)
+    net = gf.build(config)
+    done = gf.LanguageModel(net, bpe).save_hf(tmp_path / "bpe")
+    assert "tokenizer.json" in done.files and not done.notes
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "bpe")
+    sample = "the dog sat on the cat.<|endoftext|>"
+    assert hf_tokenizer(sample)["input_ids"] == bpe.encode(sample, allowed_special="all")
+    assert hf_tokenizer.eos_token == "<|endoftext|>"
+    assert gf.load(tmp_path / "bpe").tokenizer.encode("a cat") == bpe.encode("a cat")
+
+    chars = CharTokenizer.from_text(text)
+    done = gf.LanguageModel(net, chars).save_hf(tmp_path / "chars")  # the facade's own: a note
+    assert "tokenizer.json" not in done.files
+    assert done.notes and "byte-level BPE" in done.notes[0]
+    with pytest.raises(ValueError, match="cannot write the tokenizer"):  # asked for: an error
+        save_hf(net, tmp_path / "chars-explicit", chars)
+
+
+def test_export_command(tmp_path, capsys):
+    torch.manual_seed(0)
+    _llama(tied=True).save_pretrained(tmp_path / "hf")
+    out = tmp_path / "export"
+    assert cli.main(["export", str(tmp_path / "hf"), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "LlamaForCausalLM" in printed and "model.safetensors" in printed
+    assert json.loads((out / "config.json").read_text())["num_key_value_heads"] == 2
+
+    assert cli.main(["export", str(tmp_path / "hf"), str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert cli.main(["export", str(tmp_path / "hf"), str(out), "--overwrite"]) == 0
+
+    with pytest.raises(SystemExit):
+        cli.main(["export", "--help"])
+    help_text = capsys.readouterr().out
+    assert "Hugging Face checkpoint directory" in help_text and "--overwrite" in help_text
+    assert "registry name, a .gguf file" in help_text
