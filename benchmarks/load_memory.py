@@ -1,7 +1,7 @@
 """Peak resident memory while loading a pretrained model: ours vs HF transformers.
 
-Each load runs in a fresh Python process: it imports its libraries, notes its resident
-set (VmRSS), resets the kernel's peak counter (``/proc/self/clear_refs``), loads the
+Each load runs in a fresh Python process: it imports its libraries, starts torch up (a
+tiny model's forward pass: thread pools, kernels), notes its resident set (VmRSS), resets the kernel's peak counter (``/proc/self/clear_refs``), loads the
 model, and reports the new peak (VmHWM). The growth, peak - before, is compared with
 the model's fp32 weight bytes; the goal is <= 1.5x (one copy of the weights plus what
 streaming needs). The GGUF file itself is memory-mapped: pages of it that were read
@@ -46,6 +46,9 @@ def child(which: str) -> None:
 
     if which.startswith("hf"):
         import transformers
+    # one-time library start-up (thread pools, kernels, the meta device) is not loading
+    tiny = gf.build(gf.ModelConfig(vocab_size=16, d_model=8, n_layers=1, n_heads=2), initialize=False)
+    tiny(torch.zeros(1, 4, dtype=torch.long))
     before = _status("VmRSS")
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")  # reset VmHWM to the current resident set

@@ -3,24 +3,46 @@
 What a GGUF file stores: a header of typed key/value metadata (``llama.block_count``,
 ``llama.attention.head_count``, ``tokenizer.ggml.tokens``, ``tokenizer.chat_template``,
 ...) and then the tensors, each with a name (``blk.0.attn_q.weight``), a shape and a
-storage type. Small tensors (norm gains) are plain F32; matrices are usually quantized
-in blocks of 32 numbers:
+storage type. Small tensors (norm gains) are plain F32; matrices are F32, F16, BF16 or
+quantized: each row is cut into blocks, and a block stores small integers q plus the
+fp16 numbers that turn them back into floats (sizes per block of 32 or 256 values):
 
-* Q8_0: one fp16 scale d per block and 32 int8 values q: ``x = d * q``;
-* Q4_0: one fp16 scale and 32 4-bit values q in 0..15: ``x = d * (q - 8)``;
-* Q4_1: an fp16 scale d and an fp16 minimum m, 32 4-bit values: ``x = d * q + m``;
-* K-quants (Q4_K, Q6_K) group 8-16 such blocks into a 256-value super-block whose
-  per-block scales are themselves quantized against one fp16 super-scale.
+* Q8_0 (34 bytes / 32 values, 8.5 bits each): a scale d and 32 int8 q: ``x = d * q``;
+* Q4_0 (18 bytes / 32): d and 32 4-bit q in 0..15, two to a byte (byte j holds values
+  j and j + 16): ``x = d * (q - 8)``;
+* Q4_1 (20 bytes / 32): d, a minimum m and 32 4-bit q: ``x = d * q + m``;
+* Q5_0, Q5_1: Q4_0 and Q4_1 with a fifth bit per value kept in a separate 32-bit mask.
+
+K-quants work on super-blocks of 256 values split into sub-blocks, each with its own
+scale; those scales are themselves small integers, multiplied by the super-block's one
+fp16 scale d (two-level quantization):
+
+* Q4_K (144 bytes / 256, 4.5 bits): d, dmin, then 8 sub-blocks of 32, each with a 6-bit
+  scale s_j and a 6-bit minimum m_j (12 bytes for all 16), then 4-bit q:
+  ``x = d * s_j * q - dmin * m_j``;
+* Q6_K (210 bytes / 256, 6.5625 bits): 16 sub-blocks of 16, each with an int8 scale s_j;
+  6-bit q in 0..63 stored as 4 low bits plus 2 high bits; d at the end:
+  ``x = d * s_j * (q - 32)``;
+* Q2_K, Q3_K, Q5_K follow the same pattern with 2, 3 and 5 bits per value.
 
 `gguf.quants.dequantize` (the reference implementation, maintained with llama.cpp)
-turns any of these into floats; this module maps the tensor names to our modules.
+turns a block into floats exactly as llama.cpp does; this module checks the storage
+type against `SUPPORTED_STORAGE` and maps the tensor names to our modules. Other types
+(the IQ "importance" quants, ternary TQ, MXFP4, ...) are refused before anything is
+dequantized.
+
 llama.cpp's converter permutes the rows of the Llama Q and K projections (it pairs RoPE
 features as (2i, 2i+1), where Hugging Face pairs (i, i + e/2)); we undo that permutation
 so the weights fit our rotate-half RoPE, as Hugging Face does when it reads a GGUF file.
+
+A damaged file (truncated download, flipped bytes) raises ``ValueError`` naming the
+file; the metadata is checked against the tensors the file really holds before any
+memory is allocated, so a corrupted ``block_count`` cannot make us build a huge model.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +53,37 @@ from glassformer.config import ModelConfig
 from glassformer.models import build
 
 SUPPORTED_ARCHITECTURES = ("llama",)
+# Storage types we load: the float types and the block quantizations above, each of which
+# `gguf.quants.dequantize` implements and a test checks against Hugging Face's reader.
+SUPPORTED_STORAGE = (
+    "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"
+)  # fmt: skip
+# What the gguf reader raises on garbage: a short read indexes an empty array (IndexError) or
+# reshapes too few bytes (ValueError), an unknown type tag or bad UTF-8 (ValueError), a repeated
+# key (KeyError), absurd lengths (OverflowError, MemoryError).
+_DAMAGE = (ValueError, IndexError, KeyError, OverflowError, MemoryError)
+
+
+class UnsupportedStorageError(ValueError):
+    """A tensor is stored in a type outside `SUPPORTED_STORAGE`."""
+
+
+def _check_storage(path: Path, name: str, type_number: int) -> None:
+    from gguf import GGMLQuantizationType
+
+    try:
+        storage = GGMLQuantizationType(type_number).name
+    except ValueError:
+        storage = f"type number {type_number} (unknown to the gguf package)"
+    if storage not in SUPPORTED_STORAGE:
+        raise UnsupportedStorageError(
+            f"{path}: tensor {name} is stored as {storage}, which Glassformer does not load; "
+            f"supported storage types: {', '.join(SUPPORTED_STORAGE)}"
+        )
 
 
 def _reader(path: str | Path):
+    """A ``gguf.GGUFReader`` for ``path`` whose tensors all have a supported storage type."""
     import gguf
 
     path = Path(path)
@@ -43,10 +93,25 @@ def _reader(path: str | Path):
         magic = handle.read(4)
     if magic != b"GGUF":
         raise ValueError(f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
+
+    class CheckedReader(gguf.GGUFReader):
+        # The reader parses every tensor's info, then maps its data; checking in between
+        # names the tensor even for a type number the gguf package does not know (which it
+        # would report only as "not a valid GGMLQuantizationType").
+        def _build_tensors(self, start_offs, fields):
+            for field in fields:  # parts: name length, name, n_dims, dims, type, data offset
+                name = bytes(field.parts[1]).decode("utf-8", errors="replace")
+                _check_storage(path, name, int(field.parts[4][0]))
+            super()._build_tensors(start_offs, fields)
+
     try:
-        return gguf.GGUFReader(str(path))
-    except (ValueError, IndexError, KeyError, OSError) as error:
-        raise ValueError(f"{path} is a damaged or truncated GGUF file: {error}") from None
+        return CheckedReader(str(path))
+    except UnsupportedStorageError:
+        raise
+    except _DAMAGE as error:
+        raise ValueError(
+            f"{path} is a damaged or truncated GGUF file: {type(error).__name__}: {error}"
+        ) from None
 
 
 def _field(reader, key: str, default: Any = None) -> Any:
@@ -55,7 +120,19 @@ def _field(reader, key: str, default: Any = None) -> Any:
         if default is None:
             raise ValueError(f"the GGUF metadata lacks {key!r}")
         return default
-    return field.contents()
+    try:
+        return field.contents()
+    except UnicodeDecodeError as error:
+        raise ValueError(f"the GGUF metadata {key!r} is not valid UTF-8 (a damaged file?): {error}") from None
+
+
+def _number(reader, key: str, kind: type, default: Any = None) -> Any:
+    """A metadata field that must be an integer (``kind=int``) or a number (``kind=float``)."""
+    value = _field(reader, key, default)
+    allowed = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        raise ValueError(f"the GGUF metadata {key!r} should be a {kind.__name__}, not {value!r:.60}")
+    return kind(value)
 
 
 def unpermute_rope_rows(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -71,24 +148,27 @@ def config_from_gguf(reader, n_tokens: int, tied: bool, special: dict[str, int |
         raise ValueError(
             f"GGUF architecture {arch!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
         )
-    n_heads = int(_field(reader, f"{arch}.attention.head_count"))
-    d_model = int(_field(reader, f"{arch}.embedding_length"))
+    for name, value in special.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"the GGUF tokenizer's {name} should be an integer, not {value!r:.60}")
+    n_heads = _number(reader, f"{arch}.attention.head_count", int)
+    d_model = _number(reader, f"{arch}.embedding_length", int)
     return ModelConfig(
         family="decoder",
-        vocab_size=int(_field(reader, f"{arch}.vocab_size", n_tokens)),
+        vocab_size=_number(reader, f"{arch}.vocab_size", int, n_tokens),
         d_model=d_model,
-        n_layers=int(_field(reader, f"{arch}.block_count")),
+        n_layers=_number(reader, f"{arch}.block_count", int),
         n_heads=n_heads,
-        n_kv_heads=int(_field(reader, f"{arch}.attention.head_count_kv", n_heads)),
-        d_head=int(_field(reader, f"{arch}.rope.dimension_count", d_model // n_heads)),
-        d_ff=int(_field(reader, f"{arch}.feed_forward_length")),
-        max_seq_len=int(_field(reader, f"{arch}.context_length", 2048)),
+        n_kv_heads=_number(reader, f"{arch}.attention.head_count_kv", int, n_heads),
+        d_head=_number(reader, f"{arch}.rope.dimension_count", int, d_model // max(n_heads, 1)),
+        d_ff=_number(reader, f"{arch}.feed_forward_length", int),
+        max_seq_len=_number(reader, f"{arch}.context_length", int, 2048),
         positions="rope",
-        rope_base=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
+        rope_base=_number(reader, f"{arch}.rope.freq_base", float, 10000.0),
         rope_style="rotate_half",
         norm="rmsnorm",
         norm_placement="pre",
-        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)),
+        norm_eps=_number(reader, f"{arch}.attention.layer_norm_rms_epsilon", float, 1e-6),
         activation="swiglu",
         qkv_bias=False,
         out_bias=False,
@@ -124,46 +204,110 @@ def _key_map(config: ModelConfig) -> dict[str, tuple[str, int | None]]:
     return names
 
 
-def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
-    """(model, tokenizer, chat template) from a GGUF file; weights dequantized to ``dtype``."""
+def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> None:
+    """The file's tensors are exactly those `_key_map` expects, with our shapes: checked on the
+    meta device, so a damaged header cannot make us allocate (or loop over) a huge model."""
+    blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
+    if config.n_layers != len(blocks):
+        raise ValueError(
+            f"{path}: the metadata says {config.n_layers} blocks, the file holds tensors for {len(blocks)}"
+        )
+    mapping = _key_map(config)
+    unknown = sorted(set(tensors) - set(mapping) - {"rope_freqs.weight"})
+    if unknown:
+        raise ValueError(f"{path}: GGUF tensors this loader does not understand: {', '.join(unknown[:8])}")
+    missing = sorted(set(mapping) - set(tensors))
+    if missing:
+        raise ValueError(f"{path}: the GGUF file lacks the tensors {', '.join(missing[:8])}")
+    with torch.device("meta"):
+        shapes = {name: tuple(p.shape) for name, p in build(config).named_parameters()}
+    for name, (ours, _) in mapping.items():
+        shape = tuple(int(n) for n in reversed(tensors[name].shape.tolist()))  # GGUF lists dims fastest first
+        if shape != shapes[ours]:
+            raise ValueError(f"{path}: {name} has shape {shape}, our {ours} needs {shapes[ours]}")
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """Where a tensor's blocks lie in the file: ``rows`` rows of ``row_items`` items of
+    ``item`` (uint8 bytes for quantized types), from byte ``offset``."""
+
+    storage: Any  # gguf.GGMLQuantizationType
+    item: np.dtype
+    rows: int
+    row_items: int
+    offset: int
+
+    @classmethod
+    def of(cls, tensor) -> StoredTensor:
+        data = tensor.data  # a view into the reader's memory map: only its layout is used
+        rows = data.shape[0] if data.ndim > 1 else 1
+        return cls(tensor.tensor_type, data.dtype, rows, data.size // rows, int(tensor.data_offset))
+
+    def read_rows(self, handle, start: int, stop: int) -> np.ndarray:
+        """Rows start..stop as stored (a plain read: no mapping stays resident)."""
+        handle.seek(self.offset + start * self.row_items * self.item.itemsize)
+        count = (stop - start) * self.row_items
+        values = np.fromfile(handle, dtype=self.item, count=count)
+        if values.size != count:
+            raise ValueError(f"{handle.name} is truncated inside a tensor's data")
+        return values.reshape(stop - start, self.row_items)
+
+
+CHUNK_VALUES = 1 << 22  # dequantize about 4M values (16 MB of floats) at a time
+
+
+def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, heads: int | None) -> None:
+    """Fill ``target`` (rows, ...) from the file, a chunk of rows at a time, so the float copy
+    of a quantized matrix never exists next to the model's own."""
     import gguf
 
+    def floats(start: int, stop: int) -> torch.Tensor:
+        values = gguf.quants.dequantize(stored.read_rows(handle, start, stop), stored.storage)
+        return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(stop - start, *target.shape[1:]))
+
+    with torch.no_grad():
+        if heads is not None:  # Q/K: the permutation spans each head's rows (small matrices)
+            target.copy_(unpermute_rope_rows(floats(0, stored.rows), heads))
+            return
+        target = target.view(stored.rows, -1)
+        step = max(1, CHUNK_VALUES // target.shape[1])
+        for start in range(0, stored.rows, step):
+            stop = min(start + step, stored.rows)
+            target[start:stop].copy_(floats(start, stop).view(stop - start, -1))
+
+
+def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
+    """(model, tokenizer, chat template) from a GGUF file; weights dequantized to ``dtype``.
+
+    Memory: the parsed metadata (~150 MB of small arrays for a 49k-token vocabulary) is
+    dropped before the model is allocated, and each tensor is read and dequantized in
+    chunks straight into its parameter, so loading peaks near one copy of the weights."""
     from glassformer.tokenizers.gguf_vocab import read_gguf_tokenizer
 
     reader = _reader(path)
-    meta = read_gguf_tokenizer(reader)
+    try:
+        meta = read_gguf_tokenizer(reader)
+        tokenizer = meta.tokenizer()
+    except (UnicodeDecodeError, TypeError) as error:  # e.g. a token or merge that is not a string
+        raise ValueError(f"{path}: the tokenizer metadata is damaged: {error}") from None
     tensors = {t.name: t for t in reader.tensors}
     special = {
         "bos_token_id": meta.bos_token_id,
         "eos_token_id": meta.eos_token_id,
         "pad_token_id": meta.pad_token_id,
     }
-    config = config_from_gguf(reader, len(meta.tokens), "output.weight" not in tensors, special)
+    try:
+        config = config_from_gguf(reader, len(meta.tokens), "output.weight" not in tensors, special)
+    except ValueError as error:  # name the file
+        raise ValueError(f"{path}: {error}") from None
+    _check_tensors(Path(path), config, tensors)
+    stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
+    chat_template = meta.chat_template
+    del reader, meta, tensors  # the metadata goes before the weights come
     net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below
     params = dict(net.named_parameters())
-    mapping = _key_map(config)
-    unknown = sorted(set(tensors) - set(mapping) - {"rope_freqs.weight"})
-    if unknown:
-        raise ValueError(f"{path}: GGUF tensors this loader does not understand: {', '.join(unknown[:8])}")
-    for name, (ours, heads) in mapping.items():
-        if name not in tensors:
-            raise ValueError(f"{path}: the GGUF file lacks the tensor {name!r}")
-        tensor = tensors[name]
-        try:
-            values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
-        except NotImplementedError:
-            raise ValueError(
-                f"{path}: tensor {name} uses the quantization {tensor.tensor_type.name}, which the gguf "
-                "package cannot dequantize"
-            ) from None
-        weight = torch.from_numpy(np.array(values, dtype=np.float32))  # a writable float32 copy
-        if heads is not None:
-            weight = unpermute_rope_rows(weight, heads)
-        target = params[ours]
-        if tuple(weight.shape) != tuple(target.shape):
-            raise ValueError(
-                f"{path}: {name} has shape {tuple(weight.shape)}, our {ours} needs {tuple(target.shape)}"
-            )
-        with torch.no_grad():
-            target.copy_(weight)
-    return net.eval(), meta.tokenizer(), meta.chat_template
+    with open(path, "rb") as handle:
+        for name, (ours, heads) in _key_map(config).items():
+            _dequantize_into(params[ours], handle, stored[name], heads)
+    return net.eval(), tokenizer, chat_template

@@ -157,17 +157,7 @@ def load_mapped(
             raise KeyError(f"key map names {item.ours!r}, which this model does not have")
         if item.theirs not in state:
             raise KeyError(f"checkpoint has no tensor {item.theirs!r} (needed for {item.ours!r})")
-        tensor = state[item.theirs]
-        if item.transform is not None:
-            tensor = item.transform(tensor)
-        target = params[item.ours]
-        if tuple(tensor.shape) != tuple(target.shape):
-            raise ValueError(
-                f"shape mismatch: checkpoint {item.theirs!r} gives {tuple(tensor.shape)}, "
-                f"our {item.ours!r} needs {tuple(target.shape)}"
-            )
-        with torch.no_grad():
-            target.copy_(tensor.to(target.dtype))
+        _fill(params[item.ours], item, state)
         filled.add(item.ours)
         used.add(item.theirs)
     missing = sorted(set(params) - filled)
@@ -176,6 +166,23 @@ def load_mapped(
     unused = sorted(k for k in set(state) - used if not any(re.fullmatch(p, k) for p in ignored))
     if unused:
         raise ValueError(f"checkpoint tensors not understood by the key map: {', '.join(unused[:10])}")
+
+
+def _fill(target: torch.Tensor, item: Mapped, state: Mapping[str, torch.Tensor]) -> None:
+    """One parameter from its checkpoint tensor: read straight into place when the files
+    allow it (`WeightFiles.read_into`), else read, transform, check the shape and copy."""
+    if item.transform is None and isinstance(state, WeightFiles) and state.read_into(item.theirs, target):
+        return
+    tensor = state[item.theirs]
+    if item.transform is not None:
+        tensor = item.transform(tensor)
+    if tuple(tensor.shape) != tuple(target.shape):
+        raise ValueError(
+            f"shape mismatch: checkpoint {item.theirs!r} gives {tuple(tensor.shape)}, "
+            f"our {item.ours!r} needs {tuple(target.shape)}"
+        )
+    with torch.no_grad():
+        target.copy_(tensor.to(target.dtype))
 
 
 def hf_activation(name: str) -> str:

@@ -2,10 +2,12 @@
 
 A loader fills an already-built model tensor by tensor, so reading must not first pull
 the whole file into memory: `WeightFiles` is a read-only mapping name -> tensor whose
-``[name]`` reads just that tensor. Safetensors files are memory-mapped by
-``safetensors.safe_open``; ``pytorch_model.bin`` is opened with ``torch.load(mmap=True,
-weights_only=True)`` — ``weights_only`` means the unpickler accepts tensors and plain
-containers only, never arbitrary objects, so a malicious checkpoint cannot run code.
+``[name]`` reads just that tensor, and ``read_into(name, parameter)`` reads it straight
+into the model's own memory. Safetensors files are read with plain reads
+(`glassformer.formats.safetensors_file`: no mapping whose pages would stay resident);
+``pytorch_model.bin`` is opened with ``torch.load(mmap=True, weights_only=True)`` —
+``weights_only`` means the unpickler accepts tensors and plain containers only, never
+arbitrary objects, so a malicious checkpoint cannot run code.
 
 Damaged files (a truncated download, a corrupted header) raise ``ValueError`` naming
 the file and what is wrong with it.
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from glassformer.formats.safetensors_file import SafetensorsFile
 
 WEIGHT_FILES = "model.safetensors, a sharded model.safetensors.index.json, or pytorch_model.bin"
 
@@ -47,14 +51,9 @@ class WeightFiles(Mapping[str, torch.Tensor]):
             raise FileNotFoundError(f"{directory} holds no weights: expected {WEIGHT_FILES}")
 
     def _add_safetensors(self, path: Path) -> None:
-        from safetensors import SafetensorError, safe_open
-
         if not path.is_file():
             raise FileNotFoundError(f"the checkpoint index names {path.name}, which is missing")
-        try:
-            handle = safe_open(str(path), framework="pt")
-        except (SafetensorError, OSError, ValueError) as error:
-            raise ValueError(f"{path} is a damaged or truncated safetensors file: {error}") from None
+        handle = SafetensorsFile(path)  # checks the header against the file
         self._handles[path] = handle
         self._where.update(dict.fromkeys(handle.keys(), path))
 
@@ -67,12 +66,18 @@ class WeightFiles(Mapping[str, torch.Tensor]):
                     raise
                 state = torch.load(path, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as error:
+            refusal = _refusal(error)
+            if "GLOBAL" in refusal:  # the pickle names a function or class to call
+                raise ValueError(
+                    f"{path} holds more than tensors, and Glassformer does not unpickle arbitrary objects "
+                    f"(that could run code); torch.load(weights_only=True) refused it: {refusal}"
+                ) from None
+            raise ValueError(f"{path} is a damaged or truncated PyTorch checkpoint: {refusal}") from None
+        except Exception as error:  # damage surfaces anywhere in the zip reader or the unpickler:
+            # RuntimeError, EOFError, UnicodeDecodeError, struct.error, IndexError, AssertionError, ...
             raise ValueError(
-                f"{path} holds more than tensors, and Glassformer does not unpickle arbitrary objects "
-                f"(torch.load weights_only=True refused it: {str(error).splitlines()[0]})"
+                f"{path} is a damaged or truncated PyTorch checkpoint: {type(error).__name__}: {error}"
             ) from None
-        except (RuntimeError, EOFError, OSError) as error:
-            raise ValueError(f"{path} is a damaged or truncated PyTorch checkpoint: {error}") from None
         if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
             raise ValueError(f"{path} does not hold a state dict (a mapping of names to tensors)")
         self._handles[path] = state
@@ -81,15 +86,23 @@ class WeightFiles(Mapping[str, torch.Tensor]):
     def __getitem__(self, name: str) -> torch.Tensor:
         path = self._where[name]
         handle = self._handles[path]
-        if isinstance(handle, dict):
-            return handle[name]
-        try:
-            return handle.get_tensor(name)
-        except Exception as error:  # safetensors reports a short data section only on access
-            raise ValueError(f"{path}: cannot read tensor {name!r}: {error}") from None
+        return handle[name] if isinstance(handle, dict) else handle.read(name)
+
+    def read_into(self, name: str, target: torch.Tensor) -> bool:
+        """Read ``name`` straight into ``target`` when dtype and shape allow (safetensors
+        only); False when the caller must copy ``self[name]`` itself."""
+        handle = self._handles[self._where[name]]
+        return isinstance(handle, SafetensorsFile) and handle.read_into(name, target)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
 
     def __len__(self) -> int:
         return len(self._where)
+
+
+def _refusal(error: pickle.UnpicklingError) -> str:
+    """What torch's weights_only unpickler refused, without its advice on how to load it anyway:
+    'Unsupported global: GLOBAL posix.system was not an allowed global by default'."""
+    text = str(error).split("WeightsUnpickler error:")[-1].strip()
+    return text.splitlines()[0].split(". Please use")[0] if text else type(error).__name__
