@@ -289,8 +289,10 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
     try:
         meta = read_gguf_tokenizer(reader)
         tokenizer = meta.tokenizer()
-    except (UnicodeDecodeError, TypeError) as error:  # e.g. a token or merge that is not a string
-        raise ValueError(f"{path}: the tokenizer metadata is damaged: {error}") from None
+    except (ValueError, TypeError) as error:  # bad UTF-8, a merge of unknown tokens, ...
+        if str(reader.data.filename) in str(error):  # gguf_vocab's own errors name the file
+            raise
+        raise ValueError(f"{path}: the GGUF tokenizer metadata is damaged: {error}") from None
     tensors = {t.name: t for t in reader.tensors}
     special = {
         "bos_token_id": meta.bos_token_id,
