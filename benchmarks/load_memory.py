@@ -1,11 +1,11 @@
 """Peak resident memory while loading a pretrained model: ours vs HF transformers.
 
 Each load runs in a fresh Python process: it imports its libraries, starts torch up (a
-tiny model's forward pass: thread pools, kernels), notes its resident set (VmRSS), resets the kernel's peak counter (``/proc/self/clear_refs``), loads the
-model, and reports the new peak (VmHWM). The growth, peak - before, is compared with
-the model's fp32 weight bytes; the goal is <= 1.5x (one copy of the weights plus what
-streaming needs). The GGUF file itself is memory-mapped: pages of it that were read
-count as resident too.
+tiny model's forward pass: thread pools, kernels), notes its resident set (VmRSS),
+resets the kernel's peak counter (``/proc/self/clear_refs``), loads the model, and
+reports the new peak (VmHWM). The growth, peak - before, is compared with the model's
+fp32 weight bytes; the goal is <= 1.5x (one copy of the weights plus what streaming
+needs).
 
     python -m benchmarks.load_memory
 """
