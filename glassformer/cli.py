@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("out_dir", help="the directory to write (created; must be empty or absent)")
     export.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
 
+    from glassformer.inspect_command import add_command as add_inspect_command
+
+    add_inspect_command(commands)
+
     tokenize = commands.add_parser(
         "tokenize",
         help="show how a tokenizer splits a text",
@@ -239,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         elif args.command == "export":
             return _export(args)
+        elif args.command == "inspect":
+            from glassformer.inspect_command import run as inspect
+
+            return inspect(args)
         elif args.command == "tokenize":
             return _tokenize(args)
         elif args.command == "tokenizer":

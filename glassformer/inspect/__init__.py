@@ -1,5 +1,113 @@
-"""Inspection: traces of named activations and, later, the analyses built on them."""
+"""Inspection: traces of named activations and the analyses built on them."""
 
+from glassformer.inspect.attention_stats import (
+    attended_distance,
+    attention_entropy,
+    attention_patterns,
+    attention_to,
+    distance_profile,
+    first_token_attention,
+    head_pattern,
+    mean_attention_entropy,
+    separator_attention,
+    separator_positions,
+)
+from glassformer.inspect.attribution import (
+    Attribution,
+    Target,
+    attention_x_gradient,
+    gradient_x_input,
+    integrated_gradients,
+    make_target,
+    occlusion,
+)
+from glassformer.inspect.embedding_geometry import (
+    Neighbours,
+    Projection,
+    Trajectory,
+    analogy,
+    cosine_similarity,
+    hidden_state_trajectory,
+    nearest_sentences,
+    nearest_tokens,
+    project,
+    token_embeddings,
+)
+from glassformer.inspect.head_roles import (
+    HeadRoles,
+    first_token_scores,
+    head_roles,
+    induction_scores,
+    positional_scores,
+    previous_token_scores,
+)
+from glassformer.inspect.interventions import (
+    AblationEffect,
+    PatchEffect,
+    PatchingSweep,
+    ablate_head,
+    head_ablation_hook,
+    patch_activation,
+    patching_sweep,
+)
+from glassformer.inspect.logit_lens import LogitLens, logit_lens, unembed
+from glassformer.inspect.rollout import (
+    attention_flow,
+    attention_rollout,
+    residual_attention,
+    rollout_by_layer,
+)
 from glassformer.inspect.trace import Trace, capture
 
-__all__ = ["Trace", "capture"]
+__all__ = [
+    "HeadRoles",
+    "LogitLens",
+    "Trace",
+    "attended_distance",
+    "attention_entropy",
+    "attention_flow",
+    "attention_patterns",
+    "attention_rollout",
+    "attention_to",
+    "capture",
+    "distance_profile",
+    "first_token_attention",
+    "first_token_scores",
+    "head_pattern",
+    "head_roles",
+    "induction_scores",
+    "logit_lens",
+    "mean_attention_entropy",
+    "positional_scores",
+    "previous_token_scores",
+    "residual_attention",
+    "rollout_by_layer",
+    "separator_attention",
+    "separator_positions",
+    "unembed",
+    # attribution, interventions, embedding geometry
+    "AblationEffect",
+    "Attribution",
+    "Neighbours",
+    "PatchEffect",
+    "PatchingSweep",
+    "Projection",
+    "Target",
+    "Trajectory",
+    "ablate_head",
+    "analogy",
+    "attention_x_gradient",
+    "cosine_similarity",
+    "gradient_x_input",
+    "head_ablation_hook",
+    "hidden_state_trajectory",
+    "integrated_gradients",
+    "make_target",
+    "nearest_sentences",
+    "nearest_tokens",
+    "occlusion",
+    "patch_activation",
+    "patching_sweep",
+    "project",
+    "token_embeddings",
+]

@@ -1,0 +1,198 @@
+"""The logit lens (nostalgebraist 2020): read the residual stream after every layer as
+if it were the last, through the model's own final norm and LM head.
+
+    lens_l = softmax(LM_head(scale * final_norm(x_l)))    x_0 = embed.out, x_l = blocks.{l-1}.resid_post
+
+`unembed` applies what the model's own forward applies after its last block, through
+the model's own modules: the final norm, T5's ``lm_head_input_scale``, the LM head (or
+BERT's masked-LM head). At the last layer the lens therefore equals the model's logits
+(a test holds it to 1e-5 for every family).
+
+Post-norm models (BERT, the original Transformer) have no final norm (``final_norm`` is
+the identity): each block ends in its own LayerNorm, so every ``resid_post``, and BERT's
+``embed.out`` (normed by the embedding LayerNorm), is already normalized, and the lens
+adds no norm of its own. "The final norm" is then the last block's LayerNorm: only its
+gain and bias were trained to feed the head, one reason early layers of a post-norm
+model read less cleanly. BERT's masked-LM head adds its own transform (dense,
+activation, LayerNorm) before the unembedding. Encoder-decoder models: the lens reads
+the decoder's layers.
+
+>>> import glassformer as gf
+>>> lm = gf.LanguageModel(gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4)))
+>>> lens = logit_lens(lm, [1, 2, 3], k=3, target=7)
+>>> lens.layers
+['embed.out', 'blocks.0.resid_post', 'blocks.1.resid_post']
+>>> lens.top_ids.shape, lens.target_ranks.shape   # layers t k, layers t
+(torch.Size([3, 3, 3]), torch.Size([3, 3]))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from glassformer.generate import decoder_start_id
+from glassformer.inspect.head_roles import check_length
+from glassformer.inspect.trace import capture
+from glassformer.models import EncoderDecoderLM, EncoderModel
+
+
+@dataclass
+class LogitLens:
+    """What each layer's residual stream predicts, at every position.
+
+    ``layers[l]`` names the stream read at layer l (0: the embeddings). Tensors are
+    layers t k (top-k) and layers t (target); ranks count from 1 (rank 1 = top-1).
+    """
+
+    tokens: list[str]  # the input tokens (decoder tokens for an encoder-decoder)
+    layers: list[str]
+    top_ids: torch.Tensor  # layers t k
+    top_probs: torch.Tensor  # layers t k
+    top_tokens: list[list[list[str]]]  # layers t k
+    target_id: int | None = None
+    target_token: str | None = None
+    target_ranks: torch.Tensor | None = None  # layers t (long)
+    target_probs: torch.Tensor | None = None  # layers t
+
+    def top(self, layer: int, position: int = -1) -> list[tuple[str, float]]:
+        """The top-k (token, probability) of one layer at one position (default: the last)."""
+        n = len(self.layers)
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n:
+            raise ValueError(
+                f"layer={layer!r} is out of range: the lens has {n} layers (0 = the embeddings, "
+                f"1..{n - 1} = after each block)"
+            )
+        t = len(self.tokens)
+        if isinstance(position, bool) or not isinstance(position, int) or not -t <= position < t:
+            raise ValueError(f"position={position!r} is out of range for {t} tokens")
+        probs = self.top_probs[layer, position].tolist()
+        return list(zip(self.top_tokens[layer][position], probs, strict=True))
+
+    def __str__(self) -> str:
+        """The last position's view at each layer."""
+        lines = [f"logit lens at the last token {self.tokens[-1]!r}:"]
+        width = max(len(name) for name in self.layers)
+        for layer, name in enumerate(self.layers):
+            tops = "  ".join(f"{tok!r} {p:.2f}" for tok, p in self.top(layer))
+            target = ""
+            if self.target_ranks is not None:
+                rank, prob = int(self.target_ranks[layer, -1]), float(self.target_probs[layer, -1])
+                target = f"  | {self.target_token!r} rank {rank} p={prob:.3f}"
+            lines.append(f"  {name:<{width}}  {tops}{target}")
+        return "\n".join(lines)
+
+
+def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_input=None) -> LogitLens:
+    """Top-k next-token predictions of every layer's residual stream, and the rank and
+    probability of ``target`` (a token id, or a string that is exactly one token).
+
+    Decoders and encoders with a masked-LM head; for an encoder-decoder, ``text`` is the
+    source and ``decoder_input`` the decoder's tokens (default: the start token).
+    """
+    net, config = lm.net, lm.config
+    if isinstance(net, EncoderModel) and net.mlm_head is None:
+        raise ValueError(
+            "the logit lens needs an LM head, and this encoder has none (a sentence encoder, "
+            "config.mlm_head=False): there is no vocabulary to read its layers in"
+        )
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= config.vocab_size:
+        raise ValueError(f"k must be an int in 1..{config.vocab_size}, got {k!r}")
+    ids = lm.ids(text)
+    check_length(lm, ids)
+    if ids.shape[0] != 1:
+        raise ValueError(f"the logit lens reads one text, got a batch of {ids.shape[0]}")
+    target_id = None if target is None else _target_id(lm, target)
+
+    seq2seq = isinstance(net, EncoderDecoderLM)
+    if seq2seq:
+        start = [decoder_start_id(config)]
+        dec = lm.ids(decoder_input if decoder_input is not None else start, "decoder_input")
+        check_length(lm, dec)
+        run = lambda: net(ids, dec)
+    elif decoder_input is not None:
+        raise ValueError(f"decoder_input is only for encoder-decoder models, not {config.family!r}")
+    else:
+        run = lambda: net(ids)
+    stack = "decoder." if seq2seq else ""
+    n_blocks = config.n_decoder_layers if seq2seq else config.n_layers
+    names = [f"{stack}embed.out"] + [f"{stack}blocks.{i}.resid_post" for i in range(n_blocks)]
+
+    streams = capture(net, names, run)  # one pass: every layer's residual stream
+    top_ids, top_probs, ranks, probs = [], [], [], []
+    with torch.no_grad():
+        for name in names:
+            logits = unembed(net, streams[name]).float()[0]  # t v
+            p = logits.softmax(-1)
+            values, indices = p.topk(k, dim=-1)  # t k
+            top_ids.append(indices)
+            top_probs.append(values)
+            if target_id is not None:
+                ranks.append(1 + (logits > logits[:, target_id : target_id + 1]).sum(-1))  # t
+                probs.append(p[:, target_id])
+    top_ids_t = torch.stack(top_ids).cpu()  # layers t k
+    decoded = _token_strings(lm, top_ids_t)
+    input_ids = dec if seq2seq else ids
+    return LogitLens(
+        tokens=[_token_string(lm, i) for i in input_ids[0].tolist()],
+        layers=names,
+        top_ids=top_ids_t,
+        top_probs=torch.stack(top_probs).cpu(),
+        top_tokens=decoded,
+        target_id=target_id,
+        target_token=None if target_id is None else _token_string(lm, target_id),
+        target_ranks=torch.stack(ranks).cpu() if target_id is not None else None,
+        target_probs=torch.stack(probs).cpu() if target_id is not None else None,
+    )
+
+
+def unembed(net, x: torch.Tensor) -> torch.Tensor:
+    """Logits of a residual stream x (b t d -> b t v), as the model computes them after its
+    last block, with the model's own modules:
+
+    * decoder (`DecoderLM.forward`), encoder-decoder (`EncoderDecoderLM.decode`):
+      ``lm_head(final_norm(x) * lm_head_input_scale)``;
+    * encoder (`EncoderModel.forward`): ``mlm_head(final_norm(x))``, final_norm being the
+      identity in post-norm models.
+    """
+    stack = net.decoder if isinstance(net, EncoderDecoderLM) else net
+    x = stack.final_norm(x)
+    if isinstance(net, EncoderModel):
+        return net.mlm_head(x)
+    if net.config.lm_head_input_scale != 1.0:
+        x = x * net.config.lm_head_input_scale
+    return net.lm_head(x)
+
+
+def _target_id(lm, target: str | int) -> int:
+    vocab = lm.config.vocab_size
+    if isinstance(target, bool):
+        raise TypeError("target must be a token string or a token id, got a bool")
+    if isinstance(target, int):
+        if not 0 <= target < vocab:
+            raise ValueError(f"target id {target} is not in the vocabulary (ids 0..{vocab - 1})")
+        return target
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a token string or a token id, got {type(target).__name__}")
+    if lm.tokenizer is None:
+        raise ValueError("target is text but this model has no tokenizer; pass a token id")
+    special = set(getattr(lm.tokenizer, "special_tokens", {}).values())
+    pieces = lm.tokenizer.encode(target)
+    if not (len(pieces) == 1 and pieces[0] in special):
+        pieces = [i for i in pieces if i not in special]  # [CLS] / [SEP] added by WordPiece
+    if len(pieces) != 1:
+        shown = [lm.tokenizer.id_to_token(i) for i in pieces]
+        raise ValueError(
+            f"target {target!r} is {len(pieces)} tokens {shown}, not one; pick a single token "
+            "(mind the leading space: ' Paris' and 'Paris' differ) or pass a token id"
+        )
+    return pieces[0]
+
+
+def _token_string(lm, token_id: int) -> str:
+    return lm.tokenizer.id_to_token(token_id) if lm.tokenizer is not None else str(token_id)
+
+
+def _token_strings(lm, ids: torch.Tensor) -> list[list[list[str]]]:
+    return [[[_token_string(lm, i) for i in row] for row in layer] for layer in ids.tolist()]

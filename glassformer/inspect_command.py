@@ -1,0 +1,148 @@
+"""`glassformer inspect MODEL "text" --view VIEW [--layer --head --target] [--out FILE]`.
+
+One real forward pass of MODEL (a registry name, .gguf file, HF directory or run
+directory) on the text, shown as one view:
+
+=========== ====================================================== ==============
+view        what it shows                                          --out
+=========== ====================================================== ==============
+head        one layer's attention, lines between tokens per head   .html
+model       every layer x head pattern as a thumbnail              .html
+neuron      q, k, q*k, scores and weights for one head and query   .html
+tokens      tokens coloured by surprisal / entropy, or by          .html
+            integrated-gradients attribution to ``--target``
+heatmap     one head's pattern (``--head``), or all heads of a     .png / .svg
+            layer as a grid
+lens        the logit lens: each layer's top next-token guess      .png / .svg
+embeddings  the hidden states moving layer by layer (PCA, 2D)      .html
+=========== ====================================================== ==============
+
+Without ``--out`` the view goes to a temporary file whose path is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+VIEWS = {
+    "head": (".html",),
+    "model": (".html",),
+    "neuron": (".html",),
+    "tokens": (".html",),
+    "heatmap": (".png", ".svg"),
+    "lens": (".png", ".svg"),
+    "embeddings": (".html",),
+}
+
+
+def add_command(commands: argparse._SubParsersAction) -> None:
+    from glassformer.formats.registry import DTYPE_HELP, DTYPES
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="look inside a model: attention, logit lens, attributions, hidden states",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inspect.add_argument("model", help="a registry name, .gguf file, HF directory or run directory")
+    inspect.add_argument("text", help="the text to run through the model")
+    inspect.add_argument("--view", choices=list(VIEWS), default="head", help="what to show (default: head)")
+    inspect.add_argument("--layer", type=int, default=0, help="layer for head/neuron/heatmap (default: 0)")
+    inspect.add_argument("--head", type=int, default=None, help="head for neuron/heatmap (neuron default: 0)")
+    inspect.add_argument(
+        "--target", default=None, help="a token (e.g. ' Paris'): lens rank / tokens attribution target"
+    )
+    inspect.add_argument("--out", default=None, help="output file; its suffix must suit the view")
+    inspect.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the view, save it and print where it went."""
+    out = _output_path(args.view, args.out)
+    from glassformer.formats.registry import load
+
+    lm = load(args.model, args.dtype)
+    view = build_view(lm, args.text, args.view, layer=args.layer, head=args.head, target=args.target)
+    if out.suffix == ".html" and args.view == "embeddings":
+        from glassformer.viz.projection import save_html
+
+        save_html(view, out)
+    elif out.suffix == ".html":
+        view.save(out)
+    else:
+        from glassformer.viz.figures import save
+
+        save(view, out)
+    print(out)
+    return 0
+
+
+def _output_path(view: str, out: str | None) -> Path:
+    suffixes = VIEWS[view]
+    if out is None:
+        handle, name = tempfile.mkstemp(prefix=f"glassformer-{view}-", suffix=suffixes[0])
+        os.close(handle)  # only the name is wanted: the view replaces the file atomically
+        return Path(name)
+    path = Path(out)
+    if path.suffix.lower() not in suffixes:
+        raise ValueError(f"--view {view} writes {' or '.join(suffixes)} files, not {path.name!r}")
+    return path
+
+
+def build_view(lm, text: str, view: str, layer: int = 0, head: int | None = None, target: str | None = None):
+    """The view object (HTML view, matplotlib Figure or Plotly figure) for ``view``."""
+    from glassformer import viz
+
+    if view == "head":
+        return viz.HeadView.from_lm(lm, text, layer=layer)
+    if view == "model":
+        return viz.ModelView.from_lm(lm, text)
+    if view == "neuron":
+        return viz.NeuronView.from_lm(lm, text, layer, 0 if head is None else head)
+    if view == "tokens":
+        if target is None:
+            return viz.TokenView.from_lm(lm, text)
+        from glassformer.inspect import integrated_gradients
+
+        attribution = integrated_gradients(lm, text, target)
+        return viz.TokenView(
+            attribution.tokens, attribution.scores, label=attribution.method, title=str(attribution.target)
+        )
+    if view == "heatmap":
+        return _heatmap(lm, text, layer, head)
+    if view == "lens":
+        return _lens(lm, text, target)
+    return viz.hidden_state_animation(lm, text)
+
+
+def _heatmap(lm, text: str, layer: int, head: int | None):
+    from glassformer.inspect import attention_patterns, head_pattern
+    from glassformer.viz import attention_grid, attention_heatmap
+
+    prefix = "decoder." if lm.config.family == "encoder_decoder" else ""
+    if prefix:
+        raise ValueError("--view heatmap shows self-attention of decoder or encoder models; use --view head")
+    trace = lm.trace(text, "blocks.*.attn.pattern")
+    if head is None:
+        patterns = attention_patterns(trace)  # layers h t s
+        if not 0 <= layer < patterns.shape[0]:
+            raise ValueError(f"--layer {layer} is out of range: the model has {patterns.shape[0]} layers")
+        return attention_grid(patterns[layer], trace.tokens, layer=layer)
+    pattern = head_pattern(trace, layer, head)
+    return attention_heatmap(pattern, trace.tokens, title=f"layer {layer}, head {head}")
+
+
+def _lens(lm, text: str, target: str | None):
+    from glassformer.inspect import logit_lens
+    from glassformer.viz import logit_lens_table
+
+    lens = logit_lens(lm, text, k=1, target=target)
+    top = [[row[0] for row in layer] for layer in lens.top_tokens]  # layers t
+    title = "Logit lens: the top next-token guess read from each layer"
+    if lens.target_ranks is not None:
+        ranks = ", ".join(str(int(r)) for r in lens.target_ranks[:, -1])
+        title += f"\nrank of {lens.target_token!r} at the last position, layer by layer: {ranks}"
+    return logit_lens_table(top, lens.top_probs[..., 0], lens.tokens, lens.layers, title=title)

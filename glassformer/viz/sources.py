@@ -1,0 +1,157 @@
+"""What the views read from a model: which attention, which trace names, which tokens.
+
+A model has up to three kinds of attention, and a view shows one of them:
+
+| ``attention`` | models | queries -> keys | trace names |
+| --- | --- | --- | --- |
+| ``"self"`` | decoder (causal), encoder | tokens -> tokens | ``blocks.{i}.attn.*`` |
+| ``"encoder"`` | encoder-decoder | source -> source | ``encoder.blocks.{i}.attn.*`` |
+| ``"decoder"`` | encoder-decoder (causal) | target -> target | ``decoder.blocks.{i}.attn.*`` |
+| ``"cross"`` | encoder-decoder | target -> source | ``decoder.blocks.{i}.cross_attn.*`` |
+
+``attention=None`` picks ``"self"``, or ``"cross"`` for an encoder-decoder model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from glassformer.inspect.trace import Trace
+
+if TYPE_CHECKING:
+    from glassformer.lm import LanguageModel, TokenInput
+
+ATTENTION_KINDS = ("self", "encoder", "decoder", "cross")
+
+
+@dataclass(frozen=True)
+class AttentionSource:
+    """One kind of attention of one model on one input, ready to trace."""
+
+    lm: LanguageModel
+    attention: str  # one of ATTENTION_KINDS
+    ids: torch.Tensor  # 1 t: the input (the encoder's, for encoder-decoder models)
+    decoder_ids: torch.Tensor | None  # 1 t: the decoder's input, encoder-decoder only
+    query_tokens: list[str]
+    key_tokens: list[str]
+    stack: str  # "blocks", "encoder.blocks" or "decoder.blocks"
+    module: str  # "attn" or "cross_attn"
+    n_layers: int
+    causal: bool  # queries see only keys s <= t
+
+    @property
+    def description(self) -> str:
+        return {
+            "self": "causal self-attention" if self.causal else "self-attention",
+            "encoder": "encoder self-attention",
+            "decoder": "decoder causal self-attention",
+            "cross": "cross-attention (decoder -> encoder)",
+        }[self.attention]
+
+    def name(self, layer: int, what: str) -> str:
+        """The trace name of ``what`` (q, k, scores, pattern) in ``layer``."""
+        return f"{self.stack}.{layer}.{self.module}.{what}"
+
+    def layer(self, layer: int) -> int:
+        """``layer`` checked against this stack (negative counts from the end)."""
+        if not isinstance(layer, int) or isinstance(layer, bool):
+            raise TypeError(f"layer must be an int, got {layer!r}")
+        if not -self.n_layers <= layer < self.n_layers:
+            raise ValueError(
+                f"layer {layer} is out of range: the {self.description} of this model has "
+                f"{self.n_layers} layers (0..{self.n_layers - 1})"
+            )
+        return layer % self.n_layers
+
+    def layers(self, layers: Sequence[int] | None) -> list[int]:
+        chosen = list(range(self.n_layers)) if layers is None else [self.layer(i) for i in layers]
+        if not chosen:
+            raise ValueError("layers is empty: pass at least one layer index, or None for all")
+        return chosen
+
+    def trace(self, names: Sequence[str]) -> Trace:
+        return self.lm.trace(self.ids, list(names), decoder_input=self.decoder_ids)
+
+
+def attention_source(
+    lm: LanguageModel,
+    text: TokenInput,
+    attention: str | None = None,
+    decoder_input: TokenInput | None = None,
+) -> AttentionSource:
+    """Resolve which attention of ``lm`` a view shows, and check that it applies."""
+    config = lm.config
+    family = config.family
+    if attention is None:
+        attention = "cross" if family == "encoder_decoder" else "self"
+    if attention not in ATTENTION_KINDS:
+        raise ValueError(f"attention={attention!r} is not one of {ATTENTION_KINDS}")
+    if family == "encoder_decoder":
+        if attention == "self":
+            raise ValueError(
+                "an encoder-decoder model has three kinds of attention: pass attention='encoder', "
+                "'decoder' or 'cross'"
+            )
+    elif attention != "self":
+        raise ValueError(
+            f"attention={attention!r} needs an encoder-decoder model, but this model is a {family!r} "
+            "model: it has self-attention only (attention='self')"
+        )
+    ids = _checked_ids(lm, text, "text")
+    if family != "encoder_decoder":
+        tokens = token_labels(lm, ids)
+        n_layers = config.n_layers
+        return AttentionSource(
+            lm, "self", ids, None, tokens, tokens, "blocks", "attn", n_layers, family == "decoder"
+        )
+    if decoder_input is None and attention != "encoder":
+        raise ValueError(
+            f"attention={attention!r} shows the decoder's queries: pass decoder_input "
+            "(the target text, or its token ids)"
+        )
+    decoder_ids = None if decoder_input is None else _decoder_ids(lm, decoder_input)
+    source = token_labels(lm, ids)
+    target = [] if decoder_ids is None else token_labels(lm, decoder_ids)
+    n_decoder = config.n_decoder_layers or config.n_layers
+    sides = {  # queries, keys, stack, module, layers, causal
+        "encoder": (source, source, "encoder.blocks", "attn", config.n_layers, False),
+        "decoder": (target, target, "decoder.blocks", "attn", n_decoder, True),
+        "cross": (target, source, "decoder.blocks", "cross_attn", n_decoder, False),
+    }
+    return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
+
+
+def _checked_ids(lm: LanguageModel, text: TokenInput, name: str) -> torch.Tensor:
+    ids = lm.ids(text, name)
+    if ids.shape[0] != 1:
+        raise ValueError(f"a view shows one sequence; {name} is a batch of {ids.shape[0]}")
+    limit = lm.config.max_seq_len
+    if ids.shape[1] > limit:
+        raise ValueError(
+            f"{name} has {ids.shape[1]:,} tokens, longer than this model allows "
+            f"(max_seq_len={limit:,}); pass a shorter text"
+        )
+    return ids
+
+
+def _decoder_ids(lm: LanguageModel, decoder_input: TokenInput) -> torch.Tensor:
+    """Text becomes the decoder start token + its tokens (teacher forcing); ids pass as they are."""
+    if isinstance(decoder_input, str):
+        from glassformer.generate import decoder_start_id
+
+        if lm.tokenizer is None:
+            raise ValueError("decoder_input is text but this model has no tokenizer; pass token ids")
+        decoder_input = [decoder_start_id(lm.config), *lm.tokenizer.encode(decoder_input)]
+    return _checked_ids(lm, decoder_input, "decoder_input")
+
+
+def token_labels(lm: Any, ids: torch.Tensor) -> list[str]:
+    """One readable label per token: the tokenizer's ``id_to_token``, or the id itself."""
+    row = ids[0].tolist()
+    if getattr(lm, "tokenizer", None) is None:
+        return [str(i) for i in row]
+    return [lm.tokenizer.id_to_token(i) for i in row]

@@ -1,0 +1,153 @@
+"""`TokenView`: the text, each token coloured by a per-token score, the value on hover.
+
+Any score with one number per token works: an attribution, the entropy of the prediction
+at each position, a logit-lens probability. Several named scores get a selector.
+
+Colour scales: ``"diverging"`` (blue below ``center``, white at it, red above; symmetric,
+for signed scores such as attributions), ``"sequential"`` (white to dark blue, from
+``vmin`` to ``vmax``: entropies, probabilities) or ``"auto"`` (diverging when the scores
+have both signs). NaN means "no value" (the first token has no surprisal): left white.
+
+>>> view = TokenView(["The", " cat", " sat"], {"attribution": [0.5, -1.0, 0.25]})
+>>> view
+TokenView(3 tokens, scores: attribution)
+>>> score = view.payload()["scores"][0]
+>>> score["scale"], score["vmin"], score["vmax"]
+('diverging', -1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from glassformer.viz.html import View, as_float_tensor, encode_float32
+from glassformer.viz.sources import attention_source
+
+if TYPE_CHECKING:
+    from glassformer.lm import LanguageModel, TokenInput
+
+SCALES = ("auto", "diverging", "sequential")
+# Scores `from_lm` computes from the model's own predictions (log base 2: bits).
+LM_SCORES = ("surprisal", "entropy")
+
+
+class TokenView(View):
+    """Tokens coloured by one or several per-token scores.
+
+    ``scores``: t values, or a mapping name -> t values; ``label`` names a lone score;
+    ``scale``: one of ``SCALES``; ``vmin``, ``vmax``, ``center``: the colour range
+    (default: the data's range; ``center`` 0 for diverging scales).
+    """
+
+    kind = "token"
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        scores: Any,
+        *,
+        label: str = "score",
+        scale: str = "auto",
+        vmin: float | None = None,
+        vmax: float | None = None,
+        center: float = 0.0,
+        title: str = "",
+    ) -> None:
+        if scale not in SCALES:
+            raise ValueError(f"scale={scale!r} is not one of {SCALES}")
+        named = dict(scores) if isinstance(scores, Mapping) else {label: scores}
+        if not named:
+            raise ValueError("scores is empty: pass t values, or a mapping name -> t values")
+        if isinstance(tokens, str):
+            raise TypeError("tokens must be a list of token strings, not one string")
+        self.tokens = [str(t) for t in tokens]
+        self.scores: dict[str, torch.Tensor] = {}
+        for name, values in named.items():
+            values = as_float_tensor(values, f"scores[{name!r}]").flatten()
+            if values.numel() != len(self.tokens):
+                raise ValueError(f"score {name!r} has {values.numel()} values for {len(self.tokens)} tokens")
+            self.scores[str(name)] = values
+        self.scale, self.vmin, self.vmax, self.center = scale, vmin, vmax, float(center)
+        self.title = title
+
+    @classmethod
+    def from_lm(
+        cls, lm: LanguageModel, text: TokenInput, score: str | Sequence[str] = LM_SCORES, **options: Any
+    ) -> TokenView:
+        """Colour ``text`` by the model's own predictions, in bits:
+
+        * ``"surprisal"``: -log2 p(token | the tokens before it) (decoders only; the first
+          token has none);
+        * ``"entropy"``: entropy of the prediction at each position (the next token for a
+          decoder, the token itself for a masked-LM encoder).
+        """
+        names = [score] if isinstance(score, str) else list(score)
+        for name in names:
+            if name not in LM_SCORES:
+                raise ValueError(
+                    f"score {name!r} is not one of {LM_SCORES}; for other scores, pass your own: "
+                    "TokenView(tokens, scores)"
+                )
+        family = lm.config.family
+        if family == "encoder_decoder" or getattr(lm.net, "mlm_head", True) is None:
+            kind = f"an {family!r} model" + (" without a masked-LM head" if family == "encoder" else "")
+            raise ValueError(
+                "TokenView.from_lm needs a model that predicts the tokens of its input (a decoder or a "
+                f"masked-LM encoder), this one is {kind}; compute your scores and pass them to "
+                "TokenView(tokens, scores)"
+            )
+        if "surprisal" in names and family != "decoder":
+            raise ValueError(
+                "surprisal needs a decoder (it predicts each token from the ones before); use 'entropy'"
+            )
+        source = attention_source(lm, text)  # checks the length, makes the labels
+        log_p = torch.log_softmax(lm.logits(source.ids)[0].float(), dim=-1)  # t v, natural log
+        computed = {}
+        if "surprisal" in names:
+            ids = source.ids[0]
+            surprisal = torch.full((len(ids),), float("nan"))
+            surprisal[1:] = -log_p[:-1].gather(1, ids[1:, None])[:, 0].cpu() / math.log(2)
+            computed["surprisal (bits)"] = surprisal
+        if "entropy" in names:
+            entropy = torch.special.entr(log_p.exp()).sum(-1)  # -sum p ln p, with 0 ln 0 = 0
+            computed["entropy (bits)"] = entropy.cpu() / math.log(2)
+        options.setdefault("scale", "sequential")
+        options.setdefault(
+            "title", f"Each token coloured by the model's own predictions: {', '.join(computed)}"
+        )
+        return cls(source.query_tokens, computed, **options)
+
+    def _colour_range(self, values: torch.Tensor) -> dict[str, Any]:
+        finite = values[torch.isfinite(values)]
+        low = float(finite.min()) if finite.numel() else 0.0
+        high = float(finite.max()) if finite.numel() else 1.0
+        scale = self.scale
+        if scale == "auto":
+            scale = "diverging" if low < self.center < high else "sequential"
+        if scale == "diverging":
+            reach = max(abs(low - self.center), abs(high - self.center)) or 1.0
+            vmin = self.center - reach if self.vmin is None else self.vmin
+            vmax = self.center + reach if self.vmax is None else self.vmax
+        else:
+            vmin = low if self.vmin is None else self.vmin
+            vmax = high if self.vmax is None else self.vmax
+        if vmax <= vmin:
+            vmax = vmin + 1.0
+        return {"scale": scale, "vmin": vmin, "vmax": vmax, "center": self.center}
+
+    def _content(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "tokens": self.tokens,
+            "scores": [
+                {"name": name, "values": encode_float32(values), **self._colour_range(values)}
+                for name, values in self.scores.items()
+            ],
+        }
+
+    def __repr__(self) -> str:
+        return f"TokenView({len(self.tokens)} tokens, scores: {', '.join(self.scores)})"
