@@ -143,6 +143,10 @@ def _lens(lm, text: str, target: str | None):
     top = [[row[0] for row in layer] for layer in lens.top_tokens]  # layers t
     title = "Logit lens: the top next-token guess read from each layer"
     if lens.target_ranks is not None:
-        ranks = ", ".join(str(int(r)) for r in lens.target_ranks[:, -1])
-        title += f"\nrank of {lens.target_token!r} at the last position, layer by layer: {ranks}"
+        ranks = [int(r) for r in lens.target_ranks[:, -1]]  # one per layer, at the last position
+        top10 = next((lens.layers[i] for i, r in enumerate(ranks) if r <= 10), None)
+        title += (
+            f"\nrank of {lens.target_token!r} at the last position: {ranks[0]} at {lens.layers[0]}, "
+            f"{ranks[-1]} at {lens.layers[-1]}" + (f"; in the top 10 from {top10}" if top10 else "")
+        )
     return logit_lens_table(top, lens.top_probs[..., 0], lens.tokens, lens.layers, title=title)
