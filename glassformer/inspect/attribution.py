@@ -42,18 +42,25 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
-from glassformer.models import EncoderDecoderLM, EncoderModel, TransformerModel
+from glassformer.inspect.inputs import (
+    decoder_input_ids,
+    evaluating,
+    forward,
+    input_ids,
+    stack_prefix,
+    token_id,
+    token_strings,
+)
+from glassformer.models import EncoderModel
 from glassformer.nn.hooks import select
 
 if TYPE_CHECKING:  # glassformer.lm imports this package
@@ -174,93 +181,6 @@ def make_target(
         return logits[:, good] - logits[:, bad] if bad is not None else logits[:, good]
 
     return Target(label, score)
-
-
-def token_id(lm: LanguageModel, token: str | int, name: str = "token") -> int:
-    """The id of ``token``: an id, or a string that the tokenizer encodes as exactly one token."""
-    vocab = lm.config.vocab_size
-    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
-        if not 0 <= int(token) < vocab:
-            raise ValueError(f"{name} id {token} is out of range for vocab_size={vocab} (0..{vocab - 1})")
-        return int(token)
-    if not isinstance(token, str):
-        raise TypeError(f"{name} must be a token string or id, got {type(token).__name__}")
-    if lm.tokenizer is None:
-        raise ValueError(f"{name} {token!r} is text but this model has no tokenizer; pass a token id")
-    frame = set(lm.tokenizer.encode(""))  # tokens added around every text ([CLS] [SEP] for BERT)
-    ids = [i for i in lm.tokenizer.encode(token) if i not in frame]
-    if len(ids) != 1:
-        pieces = [lm.tokenizer.id_to_token(i) for i in ids]
-        if not pieces:
-            raise ValueError(f"{name} {token!r} encodes to no token; pass a single token or a token id")
-        raise ValueError(
-            f"{name} {token!r} is {len(ids)} tokens {pieces}, not one; pass a single token "
-            f"(for example {pieces[0]!r}) or a token id"
-        )
-    return ids[0]
-
-
-# --- running the model ----------------------------------------------------------------------
-
-
-def input_ids(lm: LanguageModel, text: TokenInput, name: str = "text") -> torch.Tensor:
-    """One input as 1 t ids, no longer than the model's max_seq_len."""
-    ids = lm.ids(text, name)
-    if ids.shape[0] != 1:
-        raise ValueError(f"{name} must be one input, got a batch of {ids.shape[0]}")
-    limit = lm.config.max_seq_len
-    if ids.shape[1] > limit:
-        raise ValueError(
-            f"{name} has {ids.shape[1]:,} tokens, more than max_seq_len={limit:,} of this model; "
-            "pass a shorter text"
-        )
-    return ids
-
-
-def decoder_input_ids(lm: LanguageModel, decoder_input: TokenInput | None) -> torch.Tensor | None:
-    """An encoder-decoder's decoder input (default: the start token alone); None otherwise."""
-    if not isinstance(lm.net, EncoderDecoderLM):
-        if decoder_input is not None:
-            raise ValueError(f"decoder_input is only for encoder-decoder models, not {lm.config.family!r}")
-        return None
-    if decoder_input is None:
-        from glassformer.generate import decoder_start_id
-
-        device = next(lm.net.parameters()).device
-        return torch.tensor([[decoder_start_id(lm.config)]], device=device)
-    return input_ids(lm, decoder_input, "decoder_input")
-
-
-def forward(lm: LanguageModel, ids: torch.Tensor, decoder_ids: torch.Tensor | None = None) -> torch.Tensor:
-    """The model's output for a batch of inputs: logits b t v (hidden states for a sentence encoder)."""
-    net = lm.net
-    if isinstance(net, EncoderDecoderLM):
-        return net(ids, decoder_ids.expand(len(ids), -1))
-    if isinstance(net, EncoderModel) and net.mlm_head is None:
-        return net.encode(ids)
-    return net(ids)
-
-
-def stack_prefix(lm: LanguageModel) -> str:
-    """Where the input tokens' blocks live: ``encoder.`` for an encoder-decoder, else nothing."""
-    return "encoder." if isinstance(lm.net, EncoderDecoderLM) else ""
-
-
-@contextlib.contextmanager
-def evaluating(net: TransformerModel) -> Iterator[None]:
-    """Eval mode (no dropout) for an analysis, then the mode the model had."""
-    was_training = net.training
-    net.eval()
-    try:
-        yield
-    finally:
-        net.train(was_training)
-
-
-def token_strings(lm: LanguageModel, ids: torch.Tensor) -> list[str]:
-    if lm.tokenizer is None:
-        return [str(i) for i in ids[0].tolist()]
-    return [lm.tokenizer.id_to_token(i) for i in ids[0].tolist()]
 
 
 def _show(lm, token: int) -> str:

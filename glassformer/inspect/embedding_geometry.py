@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from glassformer.inspect.attribution import (
+from glassformer.inspect.inputs import (
     decoder_input_ids,
     evaluating,
     forward,

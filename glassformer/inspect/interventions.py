@@ -39,11 +39,13 @@ import torch
 from glassformer.inspect.attribution import (
     Target,
     TargetSpec,
+    make_target,
+)
+from glassformer.inspect.inputs import (
     decoder_input_ids,
     evaluating,
     forward,
     input_ids,
-    make_target,
     stack_prefix,
     token_strings,
 )

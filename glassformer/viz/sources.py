@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from glassformer.inspect.inputs import decoder_input_ids, input_ids
 from glassformer.inspect.trace import Trace
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def attention_source(
             f"attention={attention!r} needs an encoder-decoder model, but this model is a {family!r} "
             "model: it has self-attention only (attention='self')"
         )
-    ids = _checked_ids(lm, text, "text")
+    ids = input_ids(lm, text)
     if family != "encoder_decoder":
         tokens = token_labels(lm, ids)
         n_layers = config.n_layers
@@ -113,7 +114,7 @@ def attention_source(
             f"attention={attention!r} shows the decoder's queries: pass decoder_input "
             "(the target text, or its token ids)"
         )
-    decoder_ids = None if decoder_input is None else _decoder_ids(lm, decoder_input)
+    decoder_ids = None if decoder_input is None else decoder_input_ids(lm, decoder_input)
     source = token_labels(lm, ids)
     target = [] if decoder_ids is None else token_labels(lm, decoder_ids)
     n_decoder = config.n_decoder_layers or config.n_layers
@@ -123,30 +124,6 @@ def attention_source(
         "cross": (target, source, "decoder.blocks", "cross_attn", n_decoder, False),
     }
     return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
-
-
-def _checked_ids(lm: LanguageModel, text: TokenInput, name: str) -> torch.Tensor:
-    ids = lm.ids(text, name)
-    if ids.shape[0] != 1:
-        raise ValueError(f"a view shows one sequence; {name} is a batch of {ids.shape[0]}")
-    limit = lm.config.max_seq_len
-    if ids.shape[1] > limit:
-        raise ValueError(
-            f"{name} has {ids.shape[1]:,} tokens, longer than this model allows "
-            f"(max_seq_len={limit:,}); pass a shorter text"
-        )
-    return ids
-
-
-def _decoder_ids(lm: LanguageModel, decoder_input: TokenInput) -> torch.Tensor:
-    """Text becomes the decoder start token + its tokens (teacher forcing); ids pass as they are."""
-    if isinstance(decoder_input, str):
-        from glassformer.generate import decoder_start_id
-
-        if lm.tokenizer is None:
-            raise ValueError("decoder_input is text but this model has no tokenizer; pass token ids")
-        decoder_input = [decoder_start_id(lm.config), *lm.tokenizer.encode(decoder_input)]
-    return _checked_ids(lm, decoder_input, "decoder_input")
 
 
 def token_labels(lm: Any, ids: torch.Tensor) -> list[str]:
