@@ -41,6 +41,9 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.tokenizer_speed
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.pretrained_speed
+	$(PY) -m benchmarks.load_memory
+	$(PY) -m benchmarks.trace_overhead
+	$(PY) -m benchmarks.view_payload
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
