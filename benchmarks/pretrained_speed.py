@@ -18,7 +18,7 @@ import warnings
 import torch
 
 import glassformer as gf
-from benchmarks.common import median_seconds
+from benchmarks.common import interleaved_medians, median_seconds
 from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
 
@@ -68,8 +68,8 @@ def main() -> None:
             ].tolist()
         )
         long = torch.randint(0, lm.config.vocab_size, (1, args.prefill))
-        ours_prefill = median_seconds(lambda: lm.net(long), repeats=3)
-        hf_prefill = median_seconds(lambda: hf(long), repeats=3)
+        prefill = interleaved_medians({"ours": lambda: lm.net(long), "hf": lambda: hf(long)}, repeats=5)
+        ours_prefill, hf_prefill = prefill["ours"], prefill["hf"]
     print(
         f"greedy decoding, {n} new tokens: ours {n / ours_s:.1f} tok/s, HF {n / hf_s:.1f} tok/s "
         f"({hf_s / ours_s:.2f}x); identical tokens: {same}"
