@@ -192,16 +192,31 @@ def project(vectors, method: str = "pca", dims: int = 2, seed: int = 0) -> Proje
         init="pca",
         method="exact" if exact else "barnes_hut",
     )
-    return Projection(tsne.fit_transform(data), method)
+    from threadpoolctl import threadpool_limits  # installed with scikit-learn
+
+    # A text's few hundred points take ~0.2 s on one thread; OpenMP threads save nothing at
+    # this size and, on a busy machine, spin-wait for seconds.
+    with threadpool_limits(1 if len(data) < 5000 else None):
+        return Projection(tsne.fit_transform(data), method)
 
 
 def hidden_state_trajectory(
-    lm: LanguageModel, text: TokenInput, method: str = "pca", dims: int = 3, seed: int = 0
+    lm: LanguageModel,
+    text: TokenInput,
+    method: str = "pca",
+    dims: int = 3,
+    seed: int = 0,
+    normalize: bool = False,
 ) -> Trajectory:
     """``embed.out`` and each ``blocks.{i}.resid_post`` of one text (layers x t x d), all
     (layers * t points) projected with ONE projection fitted on them together, so that
     position on the axes means the same at every layer: the frames of a layer-by-layer
-    animation. For an encoder-decoder, the encoder's stack."""
+    animation. For an encoder-decoder, the encoder's stack.
+
+    ``normalize`` divides each vector by its RMS first, as the norm before any read-out
+    does. Without it a few positions with massive activations (the first token of most
+    pretrained decoders is an attention sink whose norm is ~100x the others') take all
+    the variance, and every other token sits in one dot."""
     ids = input_ids(lm, text)
     prefix = stack_prefix(lm)
     names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(lm.config.n_layers)]
@@ -213,7 +228,9 @@ def hidden_state_trajectory(
     dec = decoder_input_ids(lm, None)  # the start token alone, for an encoder-decoder
     with torch.no_grad(), evaluating(lm.net), lm.net.hooks(dict.fromkeys(names, keep)):
         forward(lm, ids, dec)
-    states = torch.stack([store[n] for n in names])  # layers t d
+    states = torch.stack([store[n] for n in names]).float()  # layers t d
+    if normalize:
+        states = states * torch.rsqrt(states.pow(2).mean(-1, keepdim=True) + 1e-12)
     layers, t, d = states.shape
     projection = project(states.reshape(layers * t, d), method, dims, seed)
     points = projection.points.reshape(layers, t, -1)  # layers t dims

@@ -19,6 +19,5 @@ from glassformer.viz.neuron_view import NeuronView as NeuronView
 from glassformer.viz.projection import embedding_projection_3d as embedding_projection_3d
 from glassformer.viz.projection import hidden_state_animation as hidden_state_animation
 from glassformer.viz.projection import layer_animation as layer_animation
-from glassformer.viz.projection import project_layers as project_layers
 from glassformer.viz.projection import save_html as save_html
 from glassformer.viz.token_view import TokenView as TokenView

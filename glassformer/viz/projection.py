@@ -22,8 +22,6 @@ import plotly.graph_objects as go
 from glassformer.atomic import write_text_atomic
 from glassformer.viz.figures import check_tokens, to_array, token_label
 
-METHODS = ("pca", "tsne")
-
 
 def _text(tokens: Sequence[str]) -> list[str]:
     return [html.escape(token_label(token, 24)) for token in tokens]
@@ -109,10 +107,16 @@ def layer_animation(
     play/pause buttons and a layer slider.
 
     ``trajectory`` is layers x t x 2 (or 3), already projected -- one projection for all
-    layers, so positions are comparable across frames (`project_layers` does that). The
-    axes stay fixed over all frames.
+    layers, so positions are comparable across frames (as
+    `glassformer.inspect.hidden_state_trajectory` does). The axes stay fixed over all frames.
     """
-    path = to_array(trajectory, 3, "trajectory", "layers t 2|3", "project the states first (project_layers)")
+    path = to_array(
+        trajectory,
+        3,
+        "trajectory",
+        "layers t 2|3",
+        "project the states first (glassformer.inspect.hidden_state_trajectory)",
+    )
     layers, t, dims = path.shape
     if dims not in (2, 3):
         raise ValueError(f"trajectory must have 2 or 3 coordinates per point, got {dims}")
@@ -179,65 +183,22 @@ def layer_animation(
     return fig
 
 
-def project_layers(states: Any, method: str = "pca", dims: int = 2, seed: int = 0) -> tuple[np.ndarray, str]:
-    """Project layers x t x d hidden states to layers x t x dims with ONE fit on all layers
-    together (so a point's movement between frames is real), and describe the fit.
-
-    PCA (``sklearn.decomposition.PCA``) is linear and reports the variance it keeps; t-SNE
-    (``sklearn.manifold.TSNE``) keeps neighbourhoods but distorts distances.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r}; choose one of {METHODS}")
-    if dims not in (2, 3):
-        raise ValueError(f"dims={dims}; choose 2 or 3")
-    x = to_array(states, 3, "states", "layers t d")
-    layers, t, d = x.shape
-    flat = x.reshape(layers * t, d)  # (layers t) d
-    if flat.shape[0] <= dims:
-        raise ValueError(f"{flat.shape[0]} points cannot fit a {dims}-D projection; use a longer text")
-    if method == "pca":
-        from sklearn.decomposition import PCA
-
-        pca = PCA(n_components=dims, random_state=seed)
-        projected = pca.fit_transform(flat)
-        about = f"PCA of all layers together: {pca.explained_variance_ratio_.sum():.0%} of the variance"
-    else:
-        from sklearn.manifold import TSNE
-
-        perplexity = min(30.0, max(1.0, (flat.shape[0] - 1) / 3))  # must stay below the number of points
-        from threadpoolctl import threadpool_limits  # installed with scikit-learn
-
-        tsne = TSNE(n_components=dims, perplexity=perplexity, init="pca", random_state=seed)
-        # A text's few hundred points take ~0.2 s on one thread; OpenMP threads save nothing at
-        # this size and, on a busy machine, spin-wait for seconds.
-        with threadpool_limits(1 if flat.shape[0] < 5000 else None):
-            projected = tsne.fit_transform(flat)
-        about = f"t-SNE of all layers together, perplexity {perplexity:.0f}"
-    return projected.reshape(layers, t, dims), about
-
-
 def hidden_state_animation(
     lm: Any, text: Any, method: str = "pca", dims: int = 2, normalize: bool = True, seed: int = 0
 ) -> go.Figure:
-    """Trace ``embed.out`` and every ``blocks.*.resid_post`` of ``text`` (the encoder's for
-    an encoder-decoder model), project all layers with one fit and animate them.
+    """The residual stream of ``text`` (``embed.out`` and every ``blocks.*.resid_post``; the
+    encoder's for an encoder-decoder), projected with one fit on all layers
+    (`glassformer.inspect.hidden_state_trajectory`, RMS-normalized by default), animated."""
+    from glassformer.inspect import hidden_state_trajectory
 
-    ``normalize`` divides each vector by its RMS first, as the norm before any read-out
-    does. Without it a few positions with massive activations (the first token of most
-    pretrained decoders is an attention sink whose norm is ~100x the others') take all the
-    variance and every other token sits in one dot.
-    """
-    prefix = "encoder." if lm.config.family == "encoder_decoder" else ""
-    trace = lm.trace(text, [f"{prefix}embed.out", f"{prefix}blocks.*.resid_post"])
-    names = list(trace)  # forward order: the embeddings, then block 0, 1, ...
-    states = np.stack([to_array(trace[name][0], 2, name, "t d") for name in names])  # layers t d
-    if normalize:
-        states = states / np.sqrt(np.mean(states**2, axis=-1, keepdims=True) + 1e-12)
-    trajectory, about = project_layers(states, method, dims, seed)
-    labels = ["embed"] + [f"block {name.split('.')[-2]}" for name in names[1:]]
+    trajectory = hidden_state_trajectory(lm, text, method, dims, seed, normalize=normalize)
+    about = f"{method.upper() if method == 'pca' else 't-SNE'} of all layers together"
+    if trajectory.explained_variance_ratio is not None:
+        about += f": {trajectory.explained_variance_ratio.sum():.0%} of the variance"
+    labels = ["embed"] + [f"block {name.split('.')[-2]}" for name in trajectory.layers[1:]]
     what = "RMS-normalized residual stream" if normalize else "Residual stream"
     return layer_animation(
-        trajectory, trace.tokens, title=f"{what}, layer by layer ({about})", layer_labels=labels
+        trajectory.points, trajectory.tokens, title=f"{what}, layer by layer ({about})", layer_labels=labels
     )
 
 
