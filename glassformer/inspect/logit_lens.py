@@ -149,20 +149,10 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
 
 def unembed(net, x: torch.Tensor) -> torch.Tensor:
     """Logits of a residual stream x (b t d -> b t v), as the model computes them after its
-    last block, with the model's own modules:
-
-    * decoder (`DecoderLM.forward`), encoder-decoder (`EncoderDecoderLM.decode`):
-      ``lm_head(final_norm(x) * lm_head_input_scale)``;
-    * encoder (`EncoderModel.forward`): ``mlm_head(final_norm(x))``, final_norm being the
-      identity in post-norm models.
-    """
+    last block: its final norm (the identity in post-norm models such as BERT, whose blocks
+    end normed), then the model's own head (`TransformerModel.unembed`)."""
     stack = net.decoder if isinstance(net, EncoderDecoderLM) else net
-    x = stack.final_norm(x)
-    if isinstance(net, EncoderModel):
-        return net.mlm_head(x)
-    if net.config.lm_head_input_scale != 1.0:
-        x = x * net.config.lm_head_input_scale
-    return net.lm_head(x)
+    return net.unembed(stack.final_norm(x))
 
 
 def _target_id(lm, target: str | int) -> int:

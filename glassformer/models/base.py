@@ -65,6 +65,21 @@ class TransformerModel(nn.Module):
                     f"{self.config.vocab_size} (valid ids: 0..{self.config.vocab_size - 1})"
                 )
 
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of a final-normed residual stream, b t d -> b t v: an encoder's masked-LM
+        head, else the LM head after ``lm_head_input_scale`` (T5 with tied embeddings:
+        d^-0.5). The forward pass ends here; the logit lens reads earlier layers through it."""
+        if self.config.family == "encoder":
+            if self.mlm_head is None:
+                raise ValueError(
+                    "this encoder has no masked-LM head (config.mlm_head=False): use encode() for "
+                    "token vectors or pool() / LanguageModel.embed() for sentence embeddings"
+                )
+            return self.mlm_head(x)
+        if self.config.lm_head_input_scale != 1.0:
+            x = x * self.config.lm_head_input_scale
+        return self.lm_head(x)
+
     def num_parameters(self) -> int:
         """Distinct parameters (tied weights counted once)."""
         return sum(p.numel() for p in self.parameters())

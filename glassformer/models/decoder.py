@@ -48,6 +48,4 @@ class DecoderLM(TransformerStack, TransformerModel):
         """Next-token logits at every position: b t -> b t v."""
         self.check_ids(input_ids)
         x = super().forward(input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache)
-        if self.config.lm_head_input_scale != 1.0:
-            x = x * self.config.lm_head_input_scale
-        return self.hook_logits(self.lm_head(x))  # b t v
+        return self.hook_logits(self.unembed(x))  # b t v

@@ -71,13 +71,8 @@ class EncoderModel(TransformerStack, TransformerModel):
         *,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Masked-LM logits at every position: b t -> b t v."""
-        if self.mlm_head is None:
-            raise ValueError(
-                "this encoder has no masked-LM head (config.mlm_head=False): use encode() for "
-                "token vectors or pool() / LanguageModel.embed() for sentence embeddings"
-            )
-        return self.hook_logits(self.mlm_head(self.encode(input_ids, attention_mask, token_type_ids)))
+        """Masked-LM logits at every position: b t -> b t v (an error without an MLM head)."""
+        return self.hook_logits(self.unembed(self.encode(input_ids, attention_mask, token_type_ids)))
 
     def pool(
         self,

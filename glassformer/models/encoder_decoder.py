@@ -75,9 +75,7 @@ class EncoderDecoderLM(TransformerModel):
             context=memory,
             context_mask=attention_mask,
         )
-        if self.config.lm_head_input_scale != 1.0:
-            x = x * self.config.lm_head_input_scale
-        return self.hook_logits(self.lm_head(x))  # b t v
+        return self.hook_logits(self.unembed(x))  # b t v
 
     def forward(
         self,
