@@ -16,28 +16,11 @@ import torch
 import glassformer as gf
 from glassformer import cli
 from glassformer.formats.hf_export import save_hf
-from tests.test_hf_parity import VOCAB, _bert, _gpt2, _t5
+from tests.test_hf_parity import VOCAB, _bert, _gpt2, _llama, _t5
 
 transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
 transformers.logging.set_verbosity_error()
-
-
-def _llama(tied: bool):
-    config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,  # grouped-query attention
-        max_position_embeddings=128,
-        rope_theta=500.0,
-        bos_token_id=1,
-        eos_token_id=2,
-        tie_word_embeddings=tied,
-    )
-    return transformers.LlamaForCausalLM(config)
 
 
 ROUND_TRIPS = {  # name -> (HF model builder, the Auto class that loads the export)

@@ -24,18 +24,19 @@ def _gpt2():
     return transformers.GPT2LMHeadModel(config)
 
 
-def _llama():
+def _llama(tied: bool = False):
     config = transformers.LlamaConfig(
         vocab_size=VOCAB,
         hidden_size=32,
         intermediate_size=48,
         num_hidden_layers=2,
         num_attention_heads=4,
-        num_key_value_heads=2,
+        num_key_value_heads=2,  # grouped-query attention
         max_position_embeddings=128,
         rope_theta=500.0,
         bos_token_id=1,
         eos_token_id=2,
+        tie_word_embeddings=tied,
     )
     return transformers.LlamaForCausalLM(config)
 
