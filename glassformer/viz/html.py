@@ -39,6 +39,7 @@ import json
 import math
 import uuid
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -136,7 +137,7 @@ def _json_for_script(payload: dict[str, Any]) -> str:
 
 
 # views -----------------------------------------------------------------------------
-class View:
+class View(ABC):
     """An interactive HTML view: subclasses set ``kind`` and build ``_content()``."""
 
     kind = ""  # "head", "model", "neuron", "token": also the name of assets/<kind>_view.js
@@ -147,8 +148,9 @@ class View:
         """The versioned data the page draws from (what a web app would send as JSON)."""
         return {"format": PAYLOAD_FORMAT, "version": PAYLOAD_VERSION, "view": self.kind, **self._content()}
 
+    @abstractmethod
     def _content(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The view's own data: tokens and base64-encoded arrays."""
 
     def html(self) -> str:
         """An HTML fragment with a fresh element id: the view, its payload, our CSS and JS."""
