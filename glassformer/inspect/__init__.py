@@ -14,11 +14,9 @@ from glassformer.inspect.attention_stats import (
 )
 from glassformer.inspect.attribution import (
     Attribution,
-    Target,
     attention_x_gradient,
     gradient_x_input,
     integrated_gradients,
-    make_target,
     occlusion,
 )
 from glassformer.inspect.embedding_geometry import (
@@ -57,6 +55,7 @@ from glassformer.inspect.rollout import (
     residual_attention,
     rollout_by_layer,
 )
+from glassformer.inspect.targets import Target, make_target
 from glassformer.inspect.trace import Trace, capture
 
 __all__ = [

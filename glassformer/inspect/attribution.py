@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -60,13 +60,13 @@ from glassformer.inspect.inputs import (
     token_id,
     token_strings,
 )
+from glassformer.inspect.targets import Target, TargetSpec, make_target, special_id
 from glassformer.models import EncoderModel
 from glassformer.nn.hooks import select
 
 if TYPE_CHECKING:  # glassformer.lm imports this package
     from glassformer.lm import LanguageModel, TokenInput
 
-TargetSpec = str | int | tuple[Any, Any] | Callable[[torch.Tensor], torch.Tensor] | None
 BASELINES = ("zeros", "pad")
 REPLACEMENTS = ("pad", "unk", "mask", "remove")
 
@@ -96,111 +96,6 @@ class Attribution:
             lines.append(f"  {i:>3} {token!r:<18} {score:+11.4g} {bar}")
         lines += [f"  {note}" for note in self.extra.get("notes", [])]
         return "\n".join(lines)
-
-
-# --- the score ------------------------------------------------------------------------------
-
-
-class Target:
-    """F: one score per row of a batch, read from the model's output."""
-
-    def __init__(self, label: str, fn: Callable[..., torch.Tensor]) -> None:
-        self.label = label
-        self._fn = fn
-
-    def __call__(
-        self, output: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """output: b t v logits (b t d hidden states); ids: b t the inputs -> b scores.
-        ``positions`` (b) overrides where a token target is read (default: the last
-        position, or an encoder's first mask)."""
-        return self._fn(output, ids, positions)
-
-    def __str__(self) -> str:
-        return self.label
-
-
-def make_target(
-    lm: LanguageModel,
-    target: TargetSpec,
-    ids: torch.Tensor | None = None,
-    decoder_ids: torch.Tensor | None = None,
-) -> Target:
-    """The `Target` for ``target`` (see the module docstring). ``None`` means the model's
-    own top prediction for ``ids`` (a clean run picks it)."""
-    if isinstance(target, Target):
-        return target
-    if callable(target):
-        name = getattr(target, "__name__", "score")
-
-        def each_row(output: torch.Tensor, ids: torch.Tensor, positions=None) -> torch.Tensor:
-            # The user's function sees one input at a time, as a batch of one.
-            rows = [torch.as_tensor(target(output[i : i + 1])).reshape(()) for i in range(len(output))]
-            return torch.stack(rows)
-
-        return Target(f"{'score' if name == '<lambda>' else name}(output)", each_row)
-    net = lm.net
-    if isinstance(net, EncoderModel) and net.mlm_head is None:
-        raise ValueError(
-            "this encoder has no masked-LM head (a sentence encoder), so a target token does not "
-            "apply; pass a function of its hidden states instead, e.g. "
-            "target=lambda hidden: hidden[0].mean(0) @ direction"
-        )
-    masked = isinstance(net, EncoderModel)
-    mask_id = _special_id(lm, "mask") if masked else None
-    if masked and ids is not None and not bool((ids == mask_id).any()):
-        raise ValueError(
-            f"an encoder's target is read at the masked position, and this text has no mask token "
-            f"({_show(lm, mask_id)}); write it where the target token goes"
-        )
-
-    def positions(output: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        if masked:
-            return (ids == mask_id).int().argmax(dim=1)  # b: the first mask of each row
-        return torch.full((len(output),), output.shape[1] - 1, device=output.device)  # b: the last
-
-    where = "the masked position" if masked else "the last position"
-    if target is None:
-        if ids is None:
-            raise ValueError("target=None (the top prediction) needs the input ids")
-        with torch.no_grad(), evaluating(net):
-            output = forward(lm, ids, decoder_ids)
-        target = int(output[0, positions(output, ids)[0]].argmax())
-    if isinstance(target, tuple):
-        if len(target) != 2:
-            raise ValueError(f"a target pair is (good, bad), got {len(target)} items")
-        good, bad = (token_id(lm, t, "target") for t in target)
-        label = f"logit({_show(lm, good)}) - logit({_show(lm, bad)}) at {where}"
-    else:
-        good, bad = token_id(lm, target, "target"), None
-        label = f"logit of {_show(lm, good)} at {where}"
-
-    def score(output: torch.Tensor, ids: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:
-        at = positions(output, ids) if at is None else at
-        logits = output[torch.arange(len(output), device=output.device), at]  # b v
-        return logits[:, good] - logits[:, bad] if bad is not None else logits[:, good]
-
-    return Target(label, score)
-
-
-def _show(lm, token: int) -> str:
-    return f"{lm.tokenizer.id_to_token(token)!r} (id {token})" if lm.tokenizer is not None else f"id {token}"
-
-
-def _special_id(lm, role: str) -> int:
-    """The pad, unk or mask token id, with an error naming the alternatives when there is none."""
-    tokenizer = lm.tokenizer
-    found = None
-    if role == "pad":
-        found = lm.config.pad_token_id
-        if found is None and tokenizer is not None:
-            found = tokenizer.pad_token_id
-    elif tokenizer is not None:
-        text = getattr(tokenizer, f"{role}_token", None)
-        found = tokenizer.special_tokens.get(text) if text else None
-    if found is None:
-        raise ValueError(f"this model's tokenizer has no {role} token; pass a token id instead")
-    return found
 
 
 def _embedding(lm, ids: torch.Tensor, decoder_ids) -> torch.Tensor:
@@ -369,7 +264,7 @@ class _Path:
 def _pad_baseline_ids(lm, ids: torch.Tensor) -> torch.Tensor:
     special = set(lm.tokenizer.special_tokens.values()) if lm.tokenizer is not None else set()
     keep = torch.tensor([i in special for i in ids[0].tolist()], device=ids.device)
-    return torch.where(keep, ids, torch.full_like(ids, _special_id(lm, "pad")))
+    return torch.where(keep, ids, torch.full_like(ids, special_id(lm, "pad")))
 
 
 def attention_x_gradient(
@@ -437,13 +332,13 @@ def occlusion(
     else:
         if isinstance(replacement, str) and replacement not in REPLACEMENTS:
             raise ValueError(f"replacement={replacement!r}; allowed: {', '.join(REPLACEMENTS)} or a token id")
-        new = _special_id(lm, replacement) if isinstance(replacement, str) else token_id(lm, replacement)
+        new = special_id(lm, replacement) if isinstance(replacement, str) else token_id(lm, replacement)
         variants = ids.repeat(t, 1)  # t t
         variants.fill_diagonal_(new)
     positions, scored = None, None
     if isinstance(lm.net, EncoderModel) and lm.net.mlm_head is not None:
         # Read every variant at the original [MASK]: an occluding [MASK] must not move it.
-        scored = int((ids[0] == _special_id(lm, "mask")).int().argmax())
+        scored = int((ids[0] == special_id(lm, "mask")).int().argmax())
         positions = torch.full((t,), scored, device=ids.device)
         if replacement == "remove":
             positions[:scored] -= 1  # removing an earlier token shifts the [MASK] left

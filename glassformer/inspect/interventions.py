@@ -36,11 +36,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from glassformer.inspect.attribution import (
-    Target,
-    TargetSpec,
-    make_target,
-)
 from glassformer.inspect.inputs import (
     decoder_input_ids,
     evaluating,
@@ -49,6 +44,7 @@ from glassformer.inspect.inputs import (
     stack_prefix,
     token_strings,
 )
+from glassformer.inspect.targets import Target, TargetSpec, make_target
 from glassformer.nn.hooks import HookFn
 
 if TYPE_CHECKING:  # glassformer.lm imports this package
