@@ -18,7 +18,8 @@ import torch
 
 import glassformer as gf
 from glassformer.train.metrics import attention_entropy
-from glassformer.viz import figures, projection
+from glassformer.viz import figure_parts, figures, projection
+from glassformer.viz.figure_parts import short_number
 from tests.conftest import tiny_model
 
 IDS = [3, 5, 7, 9, 11, 13]
@@ -61,7 +62,7 @@ def test_attention_heatmap_labels_colour_bar_and_causal_mask(traced, tmp_path):
     assert ax.get_title() == "layer 1 head 2"
     future = np.triu(np.ones((6, 6), dtype=bool), k=1)
     assert np.array_equal(np.ma.getmaskarray(image.get_array()), future)  # hidden cells: hatched
-    assert ax.patch.get_hatch() == figures.MASKED_HATCH
+    assert ax.patch.get_hatch() == figure_parts.MASKED_HATCH
     assert "masked" in fig.legends[0].get_texts()[0].get_text()
     check_files(fig, tmp_path, "heatmap")
 
@@ -84,7 +85,7 @@ def test_attention_heatmap_keys_tokens_and_long_inputs(tmp_path):
     long = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
     ax = figures.attention_heatmap(long, [f"w{i}" for i in range(n)]).axes[0]
     labels = ticks(ax, "x")
-    assert 40 <= len(labels) <= figures.MAX_LABELS and labels[:2] == ["0:w0", "4:w4"]
+    assert 40 <= len(labels) <= figure_parts.MAX_LABELS and labels[:2] == ["0:w0", "4:w4"]
     assert "one label per 4 positions" in ax.get_xlabel()
 
 
@@ -110,7 +111,7 @@ def test_attention_between_follows_one_pair_through_layers_and_heads(traced, tmp
     values = patterns[:, :, 4, 1].numpy()  # layers h
     assert np.allclose(ax.images[0].get_array(), values)
     assert ticks(ax, "x") == ["0", "1", "2", "3"] and ticks(ax, "y") == ["0", "1"]
-    assert texts(ax) == [figures._short(v) for v in values.flat]
+    assert texts(ax) == [short_number(v) for v in values.flat]
     assert "'11' (4)" in ax.get_title() and "'5' (1)" in ax.get_title()
     assert fig.axes[1] is ax.images[0].colorbar.ax
     check_files(fig, tmp_path, "between")

@@ -19,178 +19,30 @@ from __future__ import annotations
 
 import io
 import math
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 from glassformer.atomic import write_bytes_atomic
-
-MAX_LABELS = 80  # beyond this many positions an axis labels every k-th token
-MAX_ANNOTATED_CELLS = 400  # write each cell's value only when the grid is this small
-MASKED_COLOR, MASKED_HATCH = "#d9d9d9", "///"
-
-
-# plain data in ------------------------------------------------------------------------
-def to_array(value: Any, ndim: int, name: str, letters: str, hint: str = "") -> np.ndarray:
-    """``value`` (tensor, array or nested list) as a float numpy array with ``ndim`` dims.
-
-    >>> to_array([[[0.5, 0.5]]], 2, "pattern", "t s").shape      # a batch of one is dropped
-    (1, 2)
-    """
-    if hasattr(value, "detach"):  # a torch tensor, maybe bfloat16 or on a GPU
-        value = value.detach().float().cpu().numpy()
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be numbers ({letters}), got {type(value).__name__}") from error
-    while array.ndim > ndim and array.shape[0] == 1:
-        array = array[0]
-    if array.ndim != ndim:
-        raise ValueError(
-            f"{name} must have {ndim} dimension{'s' * (ndim > 1)} ({letters}), got shape "
-            f"{tuple(array.shape)}" + (f"; {hint}" if hint else "")
-        )
-    if array.size == 0:
-        raise ValueError(f"{name} is empty (shape {tuple(array.shape)})")
-    return array
-
-
-def check_tokens(tokens: Any, n: int, name: str, what: str) -> list[str]:
-    """``tokens`` as a list of n strings, or a ValueError saying what was expected."""
-    if isinstance(tokens, str):
-        raise ValueError(f"{name} must be a list of token strings (trace.tokens), not one string")
-    tokens = [str(token) for token in tokens]
-    if len(tokens) != n:
-        raise ValueError(f"{len(tokens)} {name} for {n} {what}: pass one token per position (trace.tokens)")
-    return tokens
-
-
-def token_label(token: str, limit: int = 14) -> str:
-    """A token as a readable label: control characters escaped, an all-space token shown
-    as ``␣``, long tokens cut with an ellipsis.
-
-    >>> token_label(" cat"), token_label("\\n"), token_label("  "), token_label("x" * 20, 6)
-    (' cat', '\\\\n', '␣␣', 'xxxxx…')
-    """
-    text = token.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
-    if text and not text.strip():
-        text = "␣" * len(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# figure helpers -----------------------------------------------------------------------
-def new_figure(width: float, height: float) -> Figure:
-    """A Figure on its own Agg canvas, laid out by constrained layout (no overlaps)."""
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _font_size(n: int) -> float:
-    return 9 if n <= 16 else 8 if n <= 32 else 7 if n <= 50 else 6
-
-
-def _label_axis(
-    ax,
-    axis: str,
-    labels: Sequence[str],
-    fontsize: float | None = None,
-    most: int = MAX_LABELS,
-    limit: int = 14,
-) -> int:
-    """Tick every label, or beyond ``most`` labels every k-th one with its position in
-    front ("12:cat"); returns k. Math text stays off: a token ``$x$`` shows as typed."""
-    n = len(labels)
-    step = 1 if n <= most else math.ceil(n / 60)
-    ticks = list(range(0, n, step))
-    shown = [token_label(labels[i], limit) for i in ticks]
-    if step > 1:
-        shown = [f"{i}:{label}" for i, label in zip(ticks, shown, strict=True)]
-    size = fontsize or _font_size(len(ticks))
-    if axis == "x":
-        vertical = max(len(s) for s in shown) > 2 or n > 12
-        ax.set_xticks(ticks, shown, rotation=90 if vertical else 0, fontsize=size, parse_math=False)
-    else:
-        ax.set_yticks(ticks, shown, fontsize=size, parse_math=False)
-    return step
-
-
-def _wrap(text: str, fig: Figure, fontsize: float = 12.0) -> str:
-    """Break a title into lines that fit the figure: constrained layout moves axes to make
-    room, but it never wraps a title, so a long one runs off the edge of the image."""
-    chars = max(20, int(0.85 * fig.get_figwidth() * 72 / (0.6 * fontsize)))  # ~0.6 em per character
-    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
-
-
-def _set_title(ax, text: str) -> None:
-    ax.set_title(_wrap(text, ax.figure), parse_math=False)  # a token such as "$x$" stays as typed
-
-
-def _every(step: int) -> str:
-    return "" if step == 1 else f" (one label per {step} positions)"
-
-
-def _causal_cells(pattern: np.ndarray, causal: bool | None) -> np.ndarray | None:
-    """Boolean t s mask of the keys hidden from each query by a causal mask, or None.
-
-    Queries are the last t of s positions (as under a KV cache), so query i sees keys up to
-    i + s - t. ``causal=None`` detects it: every such future cell exactly 0 (the trace
-    contract writes masked weights as 0; a softmax of finite scores is never exactly 0)."""
-    t, s = pattern.shape
-    future = np.triu(np.ones((t, s), dtype=bool), k=s - t + 1)
-    if causal is False or not future.any():
-        return None
-    if causal is None and not np.all(pattern[future] == 0):
-        return None
-    return future
-
-
-def _annotate(ax, values: np.ndarray, norm: Normalize, cmap, fmt, fontsize: float) -> None:
-    """Write each cell's value, white on dark cells and black on light ones."""
-    for (row, col), value in np.ndenumerate(values):
-        if np.isnan(value):
-            continue
-        r, g, b, _ = cmap(norm(value))
-        dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-        colour = "white" if dark else "black"
-        ax.text(
-            col, row, fmt(value), ha="center", va="center", fontsize=fontsize, color=colour, parse_math=False
-        )
-
-
-def _short(value: float) -> str:
-    """0.53 -> '.53', 1.0 -> '1': two digits that fit a small cell."""
-    text = f"{value:.2f}"
-    return "1" if text == "1.00" else text.replace("0.", ".", 1) if value >= 0 else text
-
-
-def _draw_pattern(ax, pattern: np.ndarray, hidden: np.ndarray | None, vmax: float, cmap):
-    if hidden is not None:
-        pattern = np.ma.masked_array(pattern, hidden)
-        ax.set_facecolor(MASKED_COLOR)
-        ax.patch.set_hatch(MASKED_HATCH)
-        ax.patch.set_edgecolor("#a6a6a6")
-    return ax.imshow(pattern, cmap=cmap, vmin=0.0, vmax=vmax, interpolation="nearest", aspect="auto")
-
-
-def _masked_legend(fig: Figure) -> None:
-    patch = Patch(
-        facecolor=MASKED_COLOR, edgecolor="#a6a6a6", hatch=MASKED_HATCH, label="masked (future key)"
-    )
-    fig.legend(handles=[patch], loc="outside lower right", fontsize=8, frameon=False)
-
-
-def _cmap(name: str):
-    from matplotlib import colormaps
-
-    return colormaps[name].with_extremes(bad=(0, 0, 0, 0))  # masked cells show the hatching
+from glassformer.viz.data import check_tokens, to_array, token_label
+from glassformer.viz.figure_parts import (
+    MAX_ANNOTATED_CELLS,
+    annotate,
+    causal_cells,
+    colour_map,
+    draw_pattern,
+    every,
+    label_axis,
+    masked_legend,
+    new_figure,
+    set_title,
+    short_number,
+    wrap,
+)
 
 
 # attention ----------------------------------------------------------------------------
@@ -214,18 +66,18 @@ def attention_heatmap(
     if key_tokens is None and s != t:
         raise ValueError(f"the pattern has {t} queries but {s} keys; pass key_tokens (one per key)")
     keys = check_tokens(key_tokens if key_tokens is not None else queries, s, "key_tokens", "key columns")
-    hidden = _causal_cells(p, causal)
+    hidden = causal_cells(p, causal)
     cell = min(0.4, max(0.12, 9 / max(t, s)))
     fig = new_figure(min(14.0, 2.8 + s * cell), min(13.0, 2.2 + t * cell))
     ax = fig.add_subplot()
-    image = _draw_pattern(ax, p, hidden, vmax or max(float(p.max()), 1e-9), _cmap("Blues"))
-    kx, ky = _label_axis(ax, "x", keys), _label_axis(ax, "y", queries)
-    ax.set_xlabel("key (attended to)" + _every(kx))
-    ax.set_ylabel("query (attending)" + _every(ky))
-    _set_title(ax, title)
+    image = draw_pattern(ax, p, hidden, vmax or max(float(p.max()), 1e-9), colour_map("Blues"))
+    kx, ky = label_axis(ax, "x", keys), label_axis(ax, "y", queries)
+    ax.set_xlabel("key (attended to)" + every(kx))
+    ax.set_ylabel("query (attending)" + every(ky))
+    set_title(ax, title)
     fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
     if hidden is not None:
-        _masked_legend(fig)
+        masked_legend(fig)
     return fig
 
 
@@ -255,7 +107,7 @@ def attention_grid(
     fig = new_figure(1.6 + ncols * panel, 1.0 + nrows * panel)
     grid = fig.subplots(nrows, ncols, squeeze=False)
     vmax = max(float(p.max()), 1e-9)
-    cmap, any_hidden, panels = _cmap("Blues"), False, []
+    cmap, any_hidden, panels = colour_map("Blues"), False, []
     fontsize = 7 if max(t, s) <= 16 else 5.5
     for index, ax in enumerate(grid.flat):
         if index >= h:
@@ -263,25 +115,25 @@ def attention_grid(
             continue
         col = index % ncols
         panels.append(ax)
-        hidden = _causal_cells(p[index], causal)
+        hidden = causal_cells(p[index], causal)
         any_hidden |= hidden is not None
-        image = _draw_pattern(ax, p[index], hidden, vmax, cmap)
+        image = draw_pattern(ax, p[index], hidden, vmax, cmap)
         ax.set_title(f"head {index}", fontsize=9)
         if index + ncols >= h:  # nothing below this panel
-            _label_axis(ax, "x", keys, fontsize)
+            label_axis(ax, "x", keys, fontsize)
         else:
             ax.set_xticks([])
         if col == 0:
-            _label_axis(ax, "y", queries, fontsize)
+            label_axis(ax, "y", queries, fontsize)
         else:
             ax.set_yticks([])
     name = "" if layer is None else f"Layer {layer}: "
     fig.suptitle(
-        _wrap(f"{name}attention of each of {h} heads (rows: queries, columns: keys)", fig), parse_math=False
+        wrap(f"{name}attention of each of {h} heads (rows: queries, columns: keys)", fig), parse_math=False
     )
     fig.colorbar(image, ax=panels, label="attention weight", shrink=0.6)
     if any_hidden:
-        _masked_legend(fig)
+        masked_legend(fig)
     return fig
 
 
@@ -326,16 +178,16 @@ def attention_between(
         )
     fig = new_figure(min(12.0, 2.4 + 0.55 * h), min(14.0, 1.6 + 0.3 * layers))
     ax = fig.add_subplot()
-    norm, cmap = Normalize(0.0, max(float(values.max()), 1e-9)), _cmap("Blues")
+    norm, cmap = Normalize(0.0, max(float(values.max()), 1e-9)), colour_map("Blues")
     image = ax.imshow(values, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     if values.size <= MAX_ANNOTATED_CELLS:
-        _annotate(ax, values, norm, cmap, _short, 7 if h <= 16 else 5.5)
-    _label_axis(ax, "x", [str(i) for i in range(h)])
-    _label_axis(ax, "y", [str(i) for i in range(layers)])
+        annotate(ax, values, norm, cmap, short_number, 7 if h <= 16 else 5.5)
+    label_axis(ax, "x", [str(i) for i in range(h)])
+    label_axis(ax, "y", [str(i) for i in range(layers)])
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     default = f"Attention from {token_label(words[q])!r} ({q}) to {token_label(words[k])!r} ({k})"
-    _set_title(ax, title or default)
+    set_title(ax, title or default)
     fig.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
     return fig
 
@@ -355,12 +207,12 @@ def entropy_per_head(
     top = math.log(n_keys) if n_keys else float(np.nanmax(e))
     fig = new_figure(min(12.0, 2.6 + 0.55 * h), min(14.0, 1.8 + 0.3 * layers))
     ax = fig.add_subplot()
-    norm, cmap = Normalize(0.0, max(top, 1e-9)), _cmap("viridis")
+    norm, cmap = Normalize(0.0, max(top, 1e-9)), colour_map("viridis")
     image = ax.imshow(e, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     if e.size <= MAX_ANNOTATED_CELLS:
-        _annotate(ax, e, norm, cmap, lambda v: f"{v:.2f}", 7 if h <= 16 else 5.5)
-    _label_axis(ax, "x", [str(i) for i in range(h)])
-    _label_axis(ax, "y", [str(i) for i in range(layers)])
+        annotate(ax, e, norm, cmap, lambda v: f"{v:.2f}", 7 if h <= 16 else 5.5)
+    label_axis(ax, "x", [str(i) for i in range(h)])
+    label_axis(ax, "y", [str(i) for i in range(layers)])
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     bar = fig.colorbar(image, ax=ax, label="mean entropy (nats): low = focused", shrink=0.8)
@@ -377,7 +229,7 @@ def entropy_per_head(
         ticks = {t: f"{t:.1f}" for t in inside if all(abs(t - m) > 0.08 * top for m in marks)}
         ticks |= marks
         bar.set_ticks(sorted(ticks), labels=[ticks[t] for t in sorted(ticks)])
-    _set_title(ax, "\n".join([title or "Mean attention entropy per head", *notes]))
+    set_title(ax, "\n".join([title or "Mean attention entropy per head", *notes]))
     return fig
 
 
@@ -411,7 +263,7 @@ def logit_lens_table(
     rows = check_tokens(layer_labels or default_rows, layers, "layer_labels", "rows (layers)")
     fig = new_figure(min(24.0, 2.2 + 0.8 * n), min(16.0, 2.2 + 0.3 * layers))
     ax = fig.add_subplot()
-    norm, cmap = Normalize(0.0, 1.0), _cmap("YlGnBu")
+    norm, cmap = Normalize(0.0, 1.0), colour_map("YlGnBu")
     image = ax.imshow(probs, cmap=cmap, norm=norm, aspect="auto", origin="lower", interpolation="nearest")
     if probs.size <= 2000:
         size = 8 if n <= 20 else 7 if n <= 32 else 6
@@ -421,11 +273,11 @@ def logit_lens_table(
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
             colour = "white" if dark else "black"
             ax.text(col, row, label, ha="center", va="center", fontsize=size, color=colour, parse_math=False)
-    _label_axis(ax, "x", inputs)
-    _label_axis(ax, "y", rows, limit=24)  # layer names such as "blocks.11.resid_post"
+    label_axis(ax, "x", inputs)
+    label_axis(ax, "y", rows, limit=24)  # layer names such as "blocks.11.resid_post"
     ax.set_xlabel("input position")
     ax.set_ylabel("layer")
-    _set_title(ax, title)
+    set_title(ax, title)
     fig.colorbar(image, ax=ax, label="probability of the top token", shrink=0.8)
     return fig
 
@@ -449,7 +301,7 @@ def attribution_bars(
     limit = max(float(np.abs(heights).max()), 1e-12)
     # 0.5 is the white middle of RdBu_r: even a small bar keeps a visible tint of its sign
     shade = 0.5 + 0.45 * np.sign(heights) * (0.3 + 0.7 * np.abs(heights) / limit)
-    colours = _cmap("RdBu_r")(shade)
+    colours = colour_map("RdBu_r")(shade)
     fig = new_figure(min(22.0, max(5.0, 1.6 + 0.2 * n)), 4.8)
     ax = fig.add_subplot()
     ax.bar(np.arange(n), heights, color=colours, edgecolor="#555555", linewidth=0.3, width=0.8)
@@ -457,10 +309,10 @@ def attribution_bars(
         ax.text(i, 0.0, "n/a", ha="center", va="bottom", rotation=90, fontsize=6, color="#777777")
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlim(-0.6, n - 0.4)
-    step = _label_axis(ax, "x", words, 9 if n <= 30 else 7 if n <= 60 else 6, most=120)
-    ax.set_xlabel("token" + _every(step))
+    step = label_axis(ax, "x", words, 9 if n <= 30 else 7 if n <= 60 else 6, most=120)
+    ax.set_xlabel("token" + every(step))
     ax.set_ylabel(ylabel)
-    _set_title(ax, title)
+    set_title(ax, title)
     ax.grid(axis="y", linewidth=0.4, alpha=0.5)
     ax.set_axisbelow(True)
     return fig

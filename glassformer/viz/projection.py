@@ -20,7 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from glassformer.atomic import write_text_atomic
-from glassformer.viz.figures import check_tokens, to_array, token_label
+from glassformer.viz.data import check_tokens, to_array, token_label
 
 
 def _text(tokens: Sequence[str]) -> list[str]:
