@@ -382,3 +382,15 @@ def test_clear_errors(decoder, encoder, seq2seq):
         HeadView(torch.full((4, 3, 3), 1 / 3), ["a", "b", "c"], layer=5)
     with pytest.raises(ValueError, match="stay interactive"):
         ModelView(torch.zeros(1).expand(1, 1, 9000, 9000), ["x"] * 9000)  # refused before any work
+
+
+def test_html_views_do_not_load_matplotlib_or_plotly():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, glassformer.viz as viz; viz.HeadView; "
+        "assert 'matplotlib' not in sys.modules and 'plotly' not in sys.modules; "
+        "viz.attention_heatmap; assert 'matplotlib' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

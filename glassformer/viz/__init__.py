@@ -1,23 +1,49 @@
 """Views of what a model computes: figures, projections and interactive HTML views.
 
-The HTML views (`glassformer.viz.html`) are self-contained: our own JS and CSS, inlined,
-nothing loaded from the network. Each shows inline in Jupyter and saves as one file.
+* interactive HTML views (`HeadView`, `ModelView`, `NeuronView`, `TokenView`;
+  ``viz/*_view*.py`` + ``assets/``): self-contained -- our own JS and CSS, inlined,
+  nothing loaded from the network; each shows inline in Jupyter and saves as one file;
+* static figures (matplotlib, PNG / SVG; ``viz/figures.py``) and Plotly views
+  (``viz/projection.py``): imported on first use, so the HTML views do not load
+  matplotlib or Plotly.
 """
 
-# Interactive HTML views (head, model, neuron, token): glassformer/viz/*_view*.py + assets/
-# Static figures (matplotlib: PNG, SVG) and Plotly views: viz/figures.py, viz/projection.py
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from glassformer.viz.attention_views import HeadView as HeadView
 from glassformer.viz.attention_views import ModelView as ModelView
-from glassformer.viz.figures import attention_between as attention_between
-from glassformer.viz.figures import attention_grid as attention_grid
-from glassformer.viz.figures import attention_heatmap as attention_heatmap
-from glassformer.viz.figures import attribution_bars as attribution_bars
-from glassformer.viz.figures import entropy_per_head as entropy_per_head
-from glassformer.viz.figures import logit_lens_table as logit_lens_table
-from glassformer.viz.figures import save as save
 from glassformer.viz.neuron_view import NeuronView as NeuronView
-from glassformer.viz.projection import embedding_projection_3d as embedding_projection_3d
-from glassformer.viz.projection import hidden_state_animation as hidden_state_animation
-from glassformer.viz.projection import layer_animation as layer_animation
-from glassformer.viz.projection import save_html as save_html
 from glassformer.viz.token_view import TokenView as TokenView
+
+_LAZY = {  # name -> the module that defines it, imported when the name is first used
+    **dict.fromkeys(
+        (
+            "attention_between",
+            "attention_grid",
+            "attention_heatmap",
+            "attribution_bars",
+            "entropy_per_head",
+            "logit_lens_table",
+            "save",
+        ),
+        "figures",
+    ),
+    **dict.fromkeys(
+        ("embedding_projection_3d", "hidden_state_animation", "layer_animation", "save_html"), "projection"
+    ),
+}
+
+__all__ = ["HeadView", "ModelView", "NeuronView", "TokenView", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"glassformer.viz.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'glassformer.viz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
