@@ -137,11 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export",
         help="write a model as a Hugging Face checkpoint directory",
-        description="Write MODEL as a Hugging Face checkpoint directory (config.json, model.safetensors and, "
-        "for a byte-level BPE tokenizer, tokenizer.json) that transformers' from_pretrained loads: GPT-2 and "
-        "Llama decoders, BERT encoders, T5 encoder-decoders. The config is checked by reading it back with "
-        "the importer; a model no Hugging Face family holds exactly (e.g. ALiBi positions) is refused, "
-        "naming the fields that differ.",
+        description="Write MODEL as a Hugging Face checkpoint directory (config.json, model.safetensors "
+        "and, for a byte-level BPE or WordPiece tokenizer, tokenizer.json) that transformers' "
+        "from_pretrained loads: GPT-2 and Llama decoders, BERT encoders, T5 encoder-decoders. The config "
+        "is checked by reading it back with the importer; a model no Hugging Face family holds exactly "
+        "(e.g. ALiBi positions) is refused, naming the fields that differ.",
     )
     export.add_argument(
         "model", help="a registry name, a .gguf file, a Hugging Face checkpoint directory or a run directory"

