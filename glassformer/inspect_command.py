@@ -122,8 +122,7 @@ def _heatmap(lm, text: str, layer: int, head: int | None):
     from glassformer.inspect import attention_patterns, head_pattern
     from glassformer.viz import attention_grid, attention_heatmap
 
-    prefix = "decoder." if lm.config.family == "encoder_decoder" else ""
-    if prefix:
+    if lm.config.family == "encoder_decoder":
         raise ValueError("--view heatmap shows self-attention of decoder or encoder models; use --view head")
     trace = lm.trace(text, "blocks.*.attn.pattern")
     if head is None:

@@ -462,3 +462,5 @@ def test_config_that_is_not_json_is_named(gpt2_dir, tmp_path):
     folder = broken_copy(gpt2_dir, tmp_path, "config.json", '{"model_type": "gpt2",')
     with pytest.raises(ValueError, match="config.json is not valid JSON"):
         read_hf_checkpoint(folder)
+    with pytest.raises(ValueError, match="config.json is not valid JSON"):  # through gf.load too
+        load(folder)

@@ -72,11 +72,7 @@ def load(name_or_path: str | Path, dtype: torch.dtype | str = torch.float32):
 
         net, tokenizer = load_model(path)
         return LanguageModel(net.to(dtype), tokenizer)
-    if (
-        path.is_dir()
-        and (path / "config.json").exists()
-        and "model_type" in json.loads((path / "config.json").read_text())
-    ):
+    if path.is_dir() and (path / "config.json").exists():  # read_hf_checkpoint checks the config
         from glassformer.formats.hf import convert_hf, read_hf_checkpoint
         from glassformer.tokenizers import load_tokenizer
 
