@@ -1,14 +1,24 @@
-"""Atomic file writes: write to a temporary name beside the target, fsync, rename.
+"""Atomic writes: write to a temporary name beside the target, fsync, rename.
 
 A crash at any moment leaves either the old file or the new one, never half of one.
 The file gets the permissions an ordinary ``open(path, "w")`` would give it (0666 less
 the umask), not the owner-only mode of a temporary file.
+
+Directories (a checkpoint: config, weights, tokenizer) are written whole into a hidden
+sibling that is then renamed into place (`write_directory_atomic`). Replacing an existing
+directory is the dangerous part: it is done only when the old one holds nothing but the
+files the writer owns (`check_replaceable`), and those are the only files deleted.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import shutil
 import tempfile
+import uuid
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -36,3 +46,105 @@ def _umask() -> int:
     mask = os.umask(0)  # reading the umask means setting it: put it straight back
     os.umask(mask)
     return mask
+
+
+# -- directories --------------------------------------------------------------------------------
+
+
+def check_replaceable(target: Path, owned: Collection[str]) -> None:
+    """Refuse to replace ``target`` unless it is absent, empty, or holds only files whose names
+    match ``owned`` (shell patterns such as ``model-*-of-*.safetensors``): what the writer
+    itself would put there. ValueError naming everything else it holds, so nothing of
+    anyone else's is ever deleted (``export MODEL ~ --overwrite`` must not empty a home).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "config.json").write_text("{}"), (folder / "notes.txt").write_text("mine")
+    >>> check_replaceable(folder, {"config.json", "*.safetensors"})
+    Traceback (most recent call last):
+    ...
+    ValueError: ... holds notes.txt, which ... does not write; ...
+    """
+    target = Path(target)
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{target} exists and is not a directory; choose another path")
+    if not target.is_dir():
+        return
+    others = sorted(
+        f"{path.name}/" if path.is_dir() else path.name
+        for path in target.iterdir()
+        if path.is_dir() or not any(fnmatch.fnmatchcase(path.name, pattern) for pattern in owned)
+    )
+    if others:
+        shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        raise ValueError(
+            f"{target} holds {shown}, which {'this writer' if owned else 'a new directory'} does not "
+            "write; refusing to replace it (move those away or choose another directory)"
+        )
+
+
+def replace_directory(target: Path, staging: Path, owned: Collection[str]) -> None:
+    """Put the finished directory ``staging`` in the place of ``target`` by two renames, after
+    `check_replaceable`; then delete the old directory's files, which are all ``owned``
+    (a file that appeared in it meanwhile is kept, and named)."""
+    target, staging = Path(target).absolute(), Path(staging)
+    check_replaceable(target, owned)
+    old = target.with_name(f"{staging.name}.old")
+    if target.exists() or target.is_symlink():
+        os.replace(target, old)
+    try:
+        os.replace(staging, target)
+    except BaseException:
+        if old.exists() or old.is_symlink():
+            os.replace(old, target)
+        raise
+    _fsync_directory(target.parent)
+    if old.is_symlink():  # the link goes; the directory it pointed to stays as it was
+        old.unlink()
+    elif old.exists():
+        for path in old.iterdir():
+            if not path.is_dir() and any(fnmatch.fnmatchcase(path.name, pattern) for pattern in owned):
+                path.unlink()
+        try:
+            old.rmdir()
+        except OSError:
+            raise OSError(
+                f"{target} was written, but files appeared in the directory it replaced meanwhile; "
+                f"they are kept in {old}"
+            ) from None
+
+
+@contextmanager
+def write_directory_atomic(target: Path, owned: Collection[str]) -> Iterator[Path]:
+    """``with write_directory_atomic(out, owned) as staging:`` write the files into ``staging``,
+    a hidden sibling of ``out``; when the block ends they are fsynced and the directory
+    replaces ``out`` (`replace_directory`). An error on the way removes ``staging`` and
+    leaves ``out`` as it was: never a half-written directory."""
+    target = Path(target).absolute()  # "." has no name to put a sibling beside
+    check_replaceable(target, owned)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    staging.mkdir()
+    try:
+        yield staging
+        for path in staging.iterdir():
+            if path.is_file():
+                with open(path, "rb") as handle:
+                    os.fsync(handle.fileno())
+        replace_directory(target, staging, owned)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already when it replaced the target
+
+
+def _fsync_directory(path: Path) -> None:
+    """Make a rename inside ``path`` durable (where the platform allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

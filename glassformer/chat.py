@@ -29,20 +29,23 @@ def render_chat(template: str, messages: list[dict[str, str]], add_generation_pr
 def reply(
     lm: LanguageModel, messages: list[dict[str, str]], write: Callable[[str], object], **options
 ) -> str:
-    """Stream the assistant's next turn to ``write``; return it. ``options`` are
-    `GenerationSettings` fields (max_new_tokens, temperature, top_p, seed, ...)."""
+    """Stream the assistant's next turn to ``write``; return it.
+
+    ``options`` go to `LanguageModel.stream` as they are (max_new_tokens, temperature,
+    top_p, seed, ...): pass only what the user chose, and the facade's defaults apply to
+    the rest. The rendered conversation is encoded with its special tokens as tokens, so it
+    goes to ``lm.stream`` as ids; the reply's ids are decoded here, up to the stop token.
+    """
     if not lm.chat_template:
         raise ValueError("this model has no chat template: use generate() for plain continuation")
-    from glassformer import generate as generation
+    from glassformer.generate import GenerationSettings
     from glassformer.lm import decode_stream
 
     prompt = render_chat(lm.chat_template, messages)
     ids = lm.tokenizer.encode(prompt, allowed_special="all")  # the template's special tokens
-    settings = generation.GenerationSettings(**options)
+    stop_ids = lm.stop_ids(GenerationSettings(stop_token_ids=options.get("stop_token_ids")))
     pieces = []
-    for piece in decode_stream(
-        lm.tokenizer, generation.stream_ids(lm.net, ids, settings), lm.stop_ids(settings)
-    ):
+    for piece in decode_stream(lm.tokenizer, lm.stream(ids, **options), stop_ids):
         pieces.append(piece)
         write(piece)
     return "".join(pieces)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,6 @@ class ModelConfig:
     bos_token_id: int | None = None
     eos_token_id: int | None = None
     decoder_start_token_id: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         fill = {
@@ -190,11 +189,6 @@ class ModelConfig:
         """Whether the FFN has a gate matrix (SwiGLU, GeGLU: three matrices)."""
         return self.activation in GATED_ACTIVATIONS
 
-    @property
-    def causal(self) -> bool:
-        """Whether the (first) stack masks the future: decoders do, encoders don't."""
-        return self.family == "decoder"
-
     # serialization ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -228,3 +222,27 @@ class ModelConfig:
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with some fields changed (validated like any new config)."""
         return dataclasses.replace(self, **changes)
+
+
+# The Llama family's architecture (Touvron et al., 2023): RoPE (rotate-half pairs),
+# RMSNorm before each sublayer, SwiGLU, no biases. SmolLM2, Mistral and Qwen share it.
+LLAMA_STYLE: dict[str, Any] = {
+    "family": "decoder",
+    "positions": "rope",
+    "rope_style": "rotate_half",
+    "norm": "rmsnorm",
+    "norm_placement": "pre",
+    "activation": "swiglu",
+    "qkv_bias": False,
+    "out_bias": False,
+    "ffn_bias": False,
+}
+
+
+def llama_style(**fields: Any) -> ModelConfig:
+    """A Llama-style decoder config: `LLAMA_STYLE` with ``fields`` (sizes, ids, ...) on top.
+
+    >>> llama_style(vocab_size=64, d_model=32, n_layers=1, n_heads=4, n_kv_heads=2).activation
+    'swiglu'
+    """
+    return ModelConfig(**{**LLAMA_STYLE, **fields})

@@ -17,6 +17,7 @@ import torch
 from tqdm import tqdm
 
 import glassformer as gf
+from glassformer.train.denormals import flush_denormal
 
 BOS = 1
 
@@ -49,25 +50,23 @@ def repeated_sequences(batch: int, length: int, vocab: int, generator: torch.Gen
     return torch.cat([torch.full((batch, 1), BOS), r, r], dim=1)
 
 
-def train_induction(
-    net: torch.nn.Module, steps: int, length: int, seed: int, log: Callable[[str], None]
-) -> list[float]:
+def train_induction(net: torch.nn.Module, steps: int, length: int, seed: int) -> list[float]:
     """Next-token cross-entropy on repeated sequences with AdamW; returns the losses."""
-    torch.set_flush_denormal(True)  # tiny gradients late in training are denormals: 100x slower
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=0.0)
     losses = []
     net.train()
     bar = tqdm(range(steps), desc="training", unit="step", leave=False, disable=None)  # None: TTY only
-    for _ in bar:
-        x = repeated_sequences(32, length, net.config.vocab_size, generator)
-        logits = net(x[:, :-1])  # b t v
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        bar.set_postfix(loss=f"{loss.item():.3f}")
+    with flush_denormal():  # tiny gradients late in training are denormals: 100x slower
+        for _ in bar:
+            x = repeated_sequences(32, length, net.config.vocab_size, generator)
+            logits = net(x[:, :-1])  # b t v
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            bar.set_postfix(loss=f"{loss.item():.3f}")
     net.eval()
     return losses
 
@@ -92,45 +91,86 @@ def induction_scores(trace: gf.Trace, length: int) -> torch.Tensor:
     return patterns[:, :, queries, keys].mean(-1)
 
 
+def copied_right(new: list[int], expected: list[int]) -> float:
+    """The fraction of ``expected`` that ``new`` reproduces, position by position; a
+    continuation that stops short counts its missing tokens as wrong.
+
+    >>> copied_right([5, 6, 9], [5, 6, 7, 8])
+    0.5
+    """
+    if not expected:
+        raise ValueError("there is no expected continuation to compare with")
+    return sum(a == b for a, b in zip(new, expected, strict=False)) / len(expected)
+
+
+def continuation_line(fraction: float, n_tokens: int) -> str:
+    """The demo's line about the greedy continuation; ``fraction`` from `copied_right`.
+
+    >>> continuation_line(0.95, 20)
+    'greedy continuation of a new sequence: 95% of 20 tokens copied right'
+    """
+    return f"greedy continuation of a new sequence: {fraction:.0%} of {n_tokens} tokens copied right"
+
+
 def run(steps: int = 200, length: int = 24, seed: int = 0, out: Callable[[str], None] = print) -> dict:
     """The whole demo; returns the figures it printed (used by the tests)."""
     torch.manual_seed(seed)
     config = demo_config()
-    net = gf.build(config)
-    lm = gf.LanguageModel(net)
+    lm = gf.LanguageModel(gf.build(config))
     out(f"Glassformer {gf.__version__} demo")
     out(
-        f"  model: {config.family}, {net.num_parameters():,} parameters, {config.n_layers} layers, "
+        f"  model: {config.family}, {lm.net.num_parameters():,} parameters, {config.n_layers} layers, "
         f"d_model={config.d_model}, {config.n_heads} heads / {config.n_kv_heads} kv heads, "
         f"{config.positions}, {config.norm} {config.norm_placement}-norm, {config.activation}"
     )
     out(f"  task: a random sequence of {length} tokens, then the same sequence again")
-
-    start = time.perf_counter()
-    before = second_copy_loss(net, length, seed)
-    losses = train_induction(net, steps, length, seed, out)
-    seconds = time.perf_counter() - start
-    after = second_copy_loss(net, length, seed)
-    out(
-        f"  trained {steps} steps in {seconds:.1f} s: loss on the second copy {before:.2f} -> {after:.3f} "
-        f"(the first copy is random: ln {config.vocab_size - 2} = "
-        f"{math.log(config.vocab_size - 2):.2f} at best)"
-    )
-
+    losses, after = _train(lm.net, steps, length, seed, out)
     generator = torch.Generator().manual_seed(seed + 1)
     sequence = repeated_sequences(1, length, config.vocab_size, generator)[0].tolist()
-    prompt, expected = sequence[: length + 5], sequence[length + 5 :]
-    new = lm.generate(prompt, max_new_tokens=len(expected), temperature=0)
-    accuracy = sum(
-        a == b for a, b in zip(new, expected, strict=False)
-    )  # a short row counts as wrong / len(expected)
-    out(f"  greedy continuation of a new sequence: {accuracy:.0%} of {len(expected)} tokens copied right")
+    accuracy = _continue(lm, sequence, length, out)
+    induction = _find_induction_head(lm, sequence, length, out)
+    long_prompt = repeated_sequences(1, length, config.vocab_size, generator)[0].tolist()
+    cache_identical = _time_the_cache(lm, long_prompt, out)
+    return {
+        "losses": losses,
+        "second_copy_loss": after,
+        "accuracy": accuracy,
+        "induction": induction,
+        "cache_identical": cache_identical,
+    }
 
-    trace = lm.trace(
-        sequence[:-1], names=["embed.out", "blocks.*.attn.pattern", "blocks.*.resid_post", "logits"]
+
+def _train(net, steps: int, length: int, seed: int, out: Callable[[str], None]) -> tuple[list[float], float]:
+    start = time.perf_counter()
+    before = second_copy_loss(net, length, seed)
+    losses = train_induction(net, steps, length, seed)
+    seconds = time.perf_counter() - start
+    after = second_copy_loss(net, length, seed)
+    vocab = net.config.vocab_size
+    out(
+        f"  trained {steps} steps in {seconds:.1f} s: loss on the second copy {before:.2f} -> {after:.3f} "
+        f"(the first copy is random: ln {vocab - 2} = {math.log(vocab - 2):.2f} at best)"
     )
+    return losses, after
+
+
+def _continue(lm: gf.LanguageModel, sequence: list[int], length: int, out: Callable[[str], None]) -> float:
+    """Show the first copy and a few tokens of the second; the model must continue the copy."""
+    shown = 1 + length + min(4, length - 1)  # BOS, the first copy, up to 4 tokens of the second
+    prompt, expected = sequence[:shown], sequence[shown:]
+    new = lm.generate(prompt, max_new_tokens=len(expected), temperature=0)
+    accuracy = copied_right(new, expected)
+    out("  " + continuation_line(accuracy, len(expected)))
+    return accuracy
+
+
+def _find_induction_head(
+    lm: gf.LanguageModel, sequence: list[int], length: int, out: Callable[[str], None]
+) -> float:
+    names = ["embed.out", "blocks.*.attn.pattern", "blocks.*.resid_post", "logits"]
+    trace = lm.trace(sequence[:-1], names=names)
     scores = induction_scores(trace, length)
-    layer, head = divmod(int(scores.argmax()), config.n_heads)
+    layer, head = divmod(int(scores.argmax()), lm.config.n_heads)
     out(
         f"  induction head: layer {layer} head {head} puts {scores[layer, head]:.0%} of its attention "
         "on the token after the previous occurrence"
@@ -138,22 +178,18 @@ def run(steps: int = 200, length: int = 24, seed: int = 0, out: Callable[[str], 
     out("  traced activations:")
     for name, shape in trace.shapes().items():
         out(f"    {name:<28} {shape}")
+    return float(scores.max())
 
-    long_prompt = repeated_sequences(1, length, config.vocab_size, generator)[0].tolist()
+
+def _time_the_cache(lm: gf.LanguageModel, prompt: list[int], out: Callable[[str], None]) -> bool:
     timings = {}
     for use_cache in (True, False):
         begin = time.perf_counter()
-        tokens = lm.generate(long_prompt, max_new_tokens=256, temperature=0, use_cache=use_cache)
+        tokens = lm.generate(prompt, max_new_tokens=256, temperature=0, use_cache=use_cache)
         timings[use_cache] = (time.perf_counter() - begin, tokens)
     (cached_s, cached), (plain_s, plain) = timings[True], timings[False]
     out(
         f"  256 new tokens: KV cache {256 / cached_s:,.0f} tok/s, no cache {256 / plain_s:,.0f} tok/s "
         f"({plain_s / cached_s:.1f}x), identical tokens: {cached == plain}"
     )
-    return {
-        "losses": losses,
-        "second_copy_loss": after,
-        "accuracy": accuracy,
-        "induction": float(scores.max()),
-        "cache_identical": cached == plain,
-    }
+    return cached == plain

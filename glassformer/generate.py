@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.nn import functional as F
 
+from glassformer.inputs import decoder_start_id, left_pad, pad_id, prompt_rows, stop_ids
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
 from glassformer.sampling import (
@@ -132,7 +133,7 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
             f"cannot generate with a {family!r} model: generation needs a language-model head, "
             "family 'decoder' or 'encoder_decoder'"
         )
-    prompts = _as_prompts(input_ids, attention_mask)
+    prompts = prompt_rows(input_ids, attention_mask)
     for i, row in enumerate(prompts):
         bad = [t for t in row if not isinstance(t, numbers.Integral) or not 0 <= t < config.vocab_size]
         if bad:
@@ -141,13 +142,7 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
                 f"(vocab_size={config.vocab_size}: valid ids are the integers 0..{config.vocab_size - 1})"
             )
     prompts = [[int(t) for t in row] for row in prompts]  # numpy or tensor ints -> int
-    if settings.stop_token_ids is not None:
-        stop_ids = settings.stop_token_ids
-    else:
-        stop_ids = () if config.eos_token_id is None else (config.eos_token_id,)
-    for token in stop_ids:
-        if token >= config.vocab_size:
-            raise ValueError(f"stop token id {token} is out of range for vocab_size={config.vocab_size}")
+    stops = stop_ids(config, settings.stop_token_ids)
     if config.positions == "learned":
         longest = max(len(row) for row in prompts)
         if longest > config.max_seq_len:
@@ -160,37 +155,7 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
                 f"max_new_tokens={settings.max_new_tokens} is more than the decoder's max_seq_len="
                 f"{config.max_seq_len} (learned positions cannot extrapolate); lower max_new_tokens"
             )
-    return prompts, stop_ids
-
-
-def _as_prompts(input_ids, attention_mask) -> list[list[int]]:
-    """One list of real token ids per prompt: padding (mask 0) removed, whatever its side."""
-    rows = _rows(input_ids, "input_ids")
-    if attention_mask is not None:
-        mask = _rows(attention_mask, "attention_mask")
-        if len(mask) != len(rows) or any(len(m) != len(r) for m, r in zip(mask, rows, strict=False)):
-            raise ValueError("attention_mask must have the same shape as input_ids (one 0/1 per token)")
-        rows = [[t for t, keep in zip(r, m, strict=True) if keep] for r, m in zip(rows, mask, strict=True)]
-    if not rows:
-        raise ValueError("input_ids holds no prompt; give at least one")
-    for i, row in enumerate(rows):
-        if not row:
-            raise ValueError(f"prompt {i} is empty: give at least one token (for example the BOS token)")
-    return rows
-
-
-def _rows(x, name: str) -> list[list]:
-    """A b t tensor, or a sequence of lists / arrays / 1-D tensors, as a list of lists."""
-    if isinstance(x, torch.Tensor):
-        if x.dim() != 2:
-            raise ValueError(f"{name} must have shape (batch, seq_len), got shape {tuple(x.shape)}")
-        return x.tolist()
-    try:
-        return [row.tolist() if hasattr(row, "tolist") else list(row) for row in x]
-    except TypeError:
-        raise ValueError(
-            f"{name} must be a list of token-id lists (one per prompt) or a (batch, seq_len) tensor"
-        ) from None
+    return prompts, stops
 
 
 def _until_stop(row: list[int], stop_ids: tuple[int, ...]) -> list[int]:
@@ -216,13 +181,9 @@ class _Sequences:
         self.net, self.encoder_decoder = net, config.family == "encoder_decoder"
         param = next(net.parameters())
         self.device = param.device
-        self.pad_id = config.pad_token_id if config.pad_token_id is not None else 0
-        b, p = len(prompts), max(len(row) for row in prompts)
-        ids = torch.full((b, p), self.pad_id, dtype=torch.long, device=self.device)  # b p
-        mask = torch.zeros((b, p), dtype=torch.long, device=self.device)  # b p
-        for i, row in enumerate(prompts):  # left padding: the newest token is last in every row
-            ids[i, p - len(row) :] = torch.tensor(row, dtype=torch.long)
-            mask[i, p - len(row) :] = 1
+        self.pad_id = pad_id(config)
+        ids, mask = left_pad(prompts, self.pad_id, self.device)  # b p: the newest token is last
+        b, p = ids.shape
         if self.encoder_decoder:
             self.memory, self.memory_mask = net.encode(ids, mask), mask  # b s d, b s
             ids = torch.full((b, 1), decoder_start_id(config), dtype=torch.long, device=self.device)  # b 1
@@ -282,17 +243,6 @@ class _Sequences:
     def generated(self) -> torch.Tensor:
         """The new tokens.  b n."""
         return self.tokens[:, self.prompt_len : self.length]
-
-
-def decoder_start_id(config) -> int:
-    """The first decoder token of an encoder-decoder model."""
-    for name in ("decoder_start_token_id", "pad_token_id"):  # T5 starts from its pad token
-        if getattr(config, name) is not None:
-            return getattr(config, name)
-    raise ValueError(
-        "encoder-decoder generation needs a first decoder token: build the model from a config "
-        "that sets decoder_start_token_id (or pad_token_id, which T5 uses)"
-    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,6 +25,9 @@ import torch
 
 NEG_INF = float("-inf")
 EARLY_STOPPING = (False, True, "never")
+# What the facade (lm.generate, lm.stream, glassformer chat) samples with when an argument
+# is not set (None). Beam search does not sample: it takes neither.
+SAMPLING_DEFAULTS = {"temperature": 0.8, "top_p": 0.95}
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,38 @@ class GenerationSettings:
     def do_sample(self) -> bool:
         """Whether tokens are drawn at random (False: greedy or beam search)."""
         return self.num_beams == 1 and not self.greedy and self.temperature > 0
+
+
+def generation_settings(
+    max_new_tokens: int = 64,
+    temperature: float | None = None,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = 0,
+    **options,
+) -> GenerationSettings:
+    """Settings from the facade's arguments, ``None`` meaning "not set": sampling then uses
+    `SAMPLING_DEFAULTS` (temperature 0.8, top_p 0.95; ``top_p=1.0`` turns nucleus filtering
+    off); beam search (``num_beams > 1``) uses temperature 1 and no filter.
+
+    >>> generation_settings(temperature=0.8, num_beams=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: num_beams=2 with temperature=0.8, top_k=None, top_p=None: beam sampling is not supported...
+    >>> generation_settings().temperature, generation_settings(num_beams=2).top_p
+    (0.8, None)
+    """
+    if options.get("num_beams", 1) == 1:
+        temperature = SAMPLING_DEFAULTS["temperature"] if temperature is None else temperature
+        top_p = SAMPLING_DEFAULTS["top_p"] if top_p is None else top_p
+    return GenerationSettings(
+        max_new_tokens=max_new_tokens,
+        temperature=1.0 if temperature is None else temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        **options,
+    )
 
 
 def _check_int(name: str, value: object, low: int, extra: str = "") -> None:

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from glassformer.tokenizers.bpe import SINGLE_BYTES, ByteBPE
+from glassformer.tokenizers.bpe import ByteBPE
+from glassformer.tokenizers.bpe_merge import SINGLE_BYTES, merge_with_heap
 from glassformer.tokenizers.bpe_train import merge_pair, train_bpe, train_bpe_naive
 from glassformer.tokenizers.byte_unicode import unicode_to_bytes
 from glassformer.tokenizers.pretokenize import pretokenize, split
@@ -141,7 +142,7 @@ def test_long_pieces_match_tiktoken():
 def test_heap_merge_equals_list_merge(data):
     for tok in (gpt2(), cl100k()):
         parts = list(map(SINGLE_BYTES.__getitem__, data))
-        assert tok._merge_with_heap(list(parts)) == tok.merge(list(parts), steps=[])
+        assert merge_with_heap(list(parts), tok.pair_rank) == tok.merge(list(parts), steps=[])
 
 
 # --- invariants -------------------------------------------------------------------------------
@@ -170,20 +171,40 @@ def test_lone_surrogate_is_an_error():
         gpt2().encode(b"bytes")
 
 
-def test_special_token_policy():
+def test_special_token_policy_is_tiktokens():
     tok, ref = cl100k(), tiktoken_encoding("cl100k_base")
     text = "a<|endoftext|>b<|fim_prefix|>"
-    with pytest.raises(ValueError, match=r"allowed_special=\{'<\|endoftext\|>'\}.*disallowed_special=\(\)"):
-        tok.encode(text)
+    for reference_call in (
+        lambda: ref.encode(text),
+        lambda: ref.encode(text, allowed_special={"<|endoftext|>"}),
+    ):
+        with pytest.raises(ValueError):  # tiktoken raises on these ...
+            reference_call()
+    with pytest.raises(ValueError, match=r"allowed_special=\{'<\|endoftext\|>'\}.*disallowed_special='none'"):
+        tok.encode(text)  # ... and so do we, saying both ways out
     with pytest.raises(ValueError, match="fim_prefix"):  # only the allowed one is allowed
         tok.encode(text, allowed_special={"<|endoftext|>"})
-    options = {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()}
-    assert tok.encode(text, **options) == ref.encode(text, **options)
+    for options in (
+        {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+        {"allowed_special": "all"},
+        {"disallowed_special": ()},
+        {"disallowed_special": {"<|endofprompt|>"}},  # neither allowed nor disallowed: text
+        {"allowed_special": {"<|fim_prefix|>"}, "disallowed_special": set()},
+    ):
+        assert tok.encode(text, **options) == ref.encode(text, **options), options
     assert tok.encode(text, allowed_special="all")[1] == 100257
-    with pytest.raises(ValueError, match="a set of special tokens"):
-        tok.encode(text, allowed_special="<|endoftext|>")
-    with pytest.raises(ValueError, match="not special tokens"):
-        tok.encode(text, allowed_special={"<|nope|>"})
+    assert tok.encode(text, disallowed_special="none") == ref.encode(text, disallowed_special=())
+
+
+def test_special_token_options_we_refuse():
+    """tiktoken ignores these or fails obscurely; we name the mistake (see special.py)."""
+    tok = cl100k()
+    with pytest.raises(ValueError, match="one string; pass 'all', 'none' or a collection"):
+        tok.encode("a", allowed_special="<|endoftext|>")
+    with pytest.raises(ValueError, match="not special tokens of this tokenizer"):
+        tok.encode("a", allowed_special={"<|nope|>"})
+    with pytest.raises(ValueError, match="both name"):
+        tok.encode("a", allowed_special={"<|endoftext|>"}, disallowed_special={"<|endoftext|>"})
 
 
 def test_decode_errors_and_replacement():

@@ -405,3 +405,19 @@ def test_learned_positions_generate_past_max_seq_len_with_a_sliding_context():
             window = torch.tensor([sequence[-8:]])
             sequence.append(int(net(window)[0, -1].argmax()))
     assert ours == sequence[3:]
+
+
+def test_facade_defaults_mean_not_set():
+    """None means "not set": sampling takes 0.8 / 0.95, beam search neither; a value the
+    user passes is never changed (0.8 with beams is an error, not silently 1.0)."""
+    from glassformer.sampling import generation_settings
+
+    sampled = generation_settings()
+    assert (sampled.temperature, sampled.top_p) == (0.8, 0.95)
+    beams = generation_settings(num_beams=2)
+    assert (beams.temperature, beams.top_p) == (1.0, None)
+    with pytest.raises(ValueError, match="beam sampling is not supported"):
+        generation_settings(temperature=0.8, num_beams=2)
+    with pytest.raises(ValueError, match="beam sampling is not supported"):
+        generation_settings(top_p=0.95, num_beams=2)
+    assert generation_settings(temperature=0.3, top_p=1.0).top_p == 1.0

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from glassformer.formats.gguf import SUPPORTED_STORAGE, load_gguf, unpermute_rope_rows
 from glassformer.formats.hf import read_hf_checkpoint
-from glassformer.formats.registry import load
+from glassformer.loading import load
 from glassformer.tokenizers.byte_unicode import bytes_to_unicode
 
 transformers = pytest.importorskip("transformers")
@@ -219,21 +219,24 @@ def test_logits_match_hf_reading_the_same_file(storage, gguf_file):
     reference = unpermute_rope_rows(
         torch.from_numpy(gguf.quants.dequantize(tensor.data, tensor.tensor_type).copy()), N_KV_HEADS
     )
-    assert torch.equal(ours.blocks[0].attn.k_proj.weight, reference)
+    k_rows = slice(N_HEADS * D_HEAD, (N_HEADS + N_KV_HEADS) * D_HEAD)  # qkv_proj = [W_Q; W_K; W_V]
+    assert torch.equal(ours.stack.blocks[0].attn.qkv_proj.weight[k_rows], reference)
 
 
 def test_f32_file_gives_back_the_source_weights_and_tokenizer(gguf_file, source):
     """F32 is lossless, so un-permuting must restore HF's Q and K exactly."""
     ours, tokenizer, _ = load_gguf(gguf_file("F32"))
     mine, hf = dict(ours.named_parameters()), dict(source.named_parameters())
-    pairs = {"embed.token.weight": "model.embed_tokens.weight", "lm_head.weight": "lm_head.weight"}
-    pairs["final_norm.weight"] = "model.norm.weight"
+    pairs = {"stack.embed.token.weight": "model.embed_tokens.weight", "lm_head.weight": "lm_head.weight"}
+    pairs["stack.final_norm.weight"] = "model.norm.weight"
     for i in range(N_LAYERS):
-        for module in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            pairs[f"blocks.{i}.attn.{module}.weight"] = f"model.layers.{i}.self_attn.{module}.weight"
-        pairs[f"blocks.{i}.ffn.down_proj.weight"] = f"model.layers.{i}.mlp.down_proj.weight"
+        pairs[f"stack.blocks.{i}.attn.o_proj.weight"] = f"model.layers.{i}.self_attn.o_proj.weight"
+        pairs[f"stack.blocks.{i}.ffn.down_proj.weight"] = f"model.layers.{i}.mlp.down_proj.weight"
     for name, theirs in pairs.items():
         assert torch.equal(mine[name], hf[theirs]), name
+    for i in range(N_LAYERS):  # q, k and v land in the row blocks of one qkv_proj
+        qkv = [hf[f"model.layers.{i}.self_attn.{n}_proj.weight"] for n in "qkv"]
+        assert torch.equal(mine[f"stack.blocks.{i}.attn.qkv_proj.weight"], torch.cat(qkv)), i
     assert tokenizer.encode(" the") == [TOKENS.index("Ġthe")]
     assert tokenizer.decode(tokenizer.encode(TEXT)) == TEXT
     assert ours.config.eos_token_id == EOS and not ours.config.tie_embeddings
@@ -340,7 +343,7 @@ def test_unsupported_architecture_is_named(tmp_path, source):
         ({"block_count": 10**9}, "the metadata says 1000000000 blocks, the file holds tensors for 2"),
         (
             {"embedding_length": 2**20},
-            r"token_embd.weight has shape \(262, 256\), our embed.token.weight needs",
+            r"token_embd.weight has shape \(262, 256\), our 'stack.embed.token.weight' needs",
         ),
         ({"feed_forward_length": 2**30}, r"blk.0.ffn_gate.weight has shape \(512, 256\)"),
     ],

@@ -147,7 +147,7 @@ REFUSED = {
     ),
     "original transformer": (
         dict(family="encoder_decoder", positions="sinusoidal", norm_placement="post"),
-        r"closest, t5 .*positions .*norm_placement .*\(Marian checkpoints are read, not written\)",
+        r"closest, t5 .*positions .*norm_placement .*\(read, not written: mistral, qwen2, marian\)",
     ),
 }
 
@@ -164,15 +164,40 @@ def test_configs_no_hf_family_holds_are_refused_naming_the_fields(name, tmp_path
 def test_a_directory_with_files_is_replaced_only_when_asked(tmp_path):
     lm = _perturbed(BUILT["gpt2-like"])
     target = tmp_path / "out"
-    target.mkdir()
-    (target / "notes.txt").write_text("mine")
+    lm.save_hf(target)  # a new directory
+    (target / "generation_config.json").write_text("{}")  # what an HF checkpoint may also hold
     with pytest.raises(FileExistsError, match="pass overwrite=True"):
         lm.save_hf(target)
-    assert [p.name for p in target.iterdir()] == ["notes.txt"]
-    assert (target / "notes.txt").read_text() == "mine"
-    lm.save_hf(target, overwrite=True)
+    lm.save_hf(target, overwrite=True)  # nothing but a checkpoint's files: replaced whole
     assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging directory left behind
+
+
+def test_overwrite_refuses_a_directory_with_other_files_and_loses_nothing(tmp_path):
+    """``export MODEL ~ --overwrite`` must not delete a home directory: only a directory that
+    holds nothing but a checkpoint's files is replaced; otherwise the others are named."""
+    lm = _perturbed(BUILT["gpt2-like"])
+    target = tmp_path / "home"
+    lm.save_hf(target)
+    (target / "notes.txt").write_text("mine")
+    (target / "photos").mkdir()
+    (target / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=r"holds notes.txt, photos/, which .*refusing to replace it"):
+        lm.save_hf(target, overwrite=True)
+    after = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    assert after == before
+    assert [p.name for p in tmp_path.iterdir()] == ["home"]  # no staging directory left behind
+
+
+def test_overwrite_of_an_empty_or_missing_directory_just_writes(tmp_path):
+    lm = _perturbed(BUILT["gpt2-like"])
+    (tmp_path / "empty").mkdir()
+    for target in (tmp_path / "empty", tmp_path / "new" / "deeper"):
+        done = lm.save_hf(target, overwrite=True)
+        assert sorted(p.name for p in target.iterdir()) == list(done.files)
+    with pytest.raises(FileExistsError, match="is not a directory"):
+        lm.save_hf(tmp_path / "new" / "deeper" / "config.json", overwrite=True)
 
 
 def test_tokenizer_is_written_when_it_can_be(tmp_path):
@@ -211,8 +236,9 @@ def test_minilm_exports_whole_and_sentence_transformers_reads_it(tmp_path):
     auto = transformers.AutoTokenizer.from_pretrained(tmp_path / "minilm")
     again = gf.load(tmp_path / "minilm").tokenizer  # and our own reader takes it back
     for text in texts:
-        assert hf_tokenizer.encode(text).ids == lm.tokenizer.encode(text) == auto(text)["input_ids"]
-        assert again.encode(text) == lm.tokenizer.encode(text)
+        ours = lm.tokenizer.encode(text, allowed_special="all")  # HF turns "[MASK]" into its id
+        assert hf_tokenizer.encode(text).ids == ours == auto(text)["input_ids"]
+        assert again.encode(text, allowed_special="all") == ours
     batch = auto(texts[:3], padding=True, return_tensors="pt")
     with torch.no_grad():
         hidden = transformers.BertModel.from_pretrained(tmp_path / "minilm")(**batch).last_hidden_state
@@ -233,6 +259,10 @@ def test_export_command(tmp_path, capsys):
     assert cli.main(["export", str(tmp_path / "hf"), str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert cli.main(["export", str(tmp_path / "hf"), str(out), "--overwrite"]) == 0
+    (out / "thesis.tex").write_text("years of work")
+    assert cli.main(["export", str(tmp_path / "hf"), str(out), "--overwrite"]) == 2
+    assert "thesis.tex" in capsys.readouterr().err
+    assert (out / "thesis.tex").read_text() == "years of work"
 
     with pytest.raises(SystemExit):
         cli.main(["export", "--help"])

@@ -193,12 +193,21 @@ def test_every_block_variant_runs_and_trains(placement, activation):
 
 def test_weight_tying_and_init():
     net = gf.build(tiny(n_layers=4))
-    assert net.lm_head.weight is net.embed.token.weight
-    std = net.blocks[0].attn.o_proj.weight.std().item()
+    assert net.lm_head.weight is net.token_embedding.weight
+    std = net.stack.blocks[0].attn.o_proj.weight.std().item()
     assert std == pytest.approx(0.02 / (2 * 4) ** 0.5, rel=0.2)  # residual projections scaled
-    assert net.blocks[0].attn.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.2)
+    assert net.stack.blocks[0].attn.qkv_proj.weight.std().item() == pytest.approx(0.02, rel=0.2)
     untied = gf.build(tiny(tie_embeddings=False, init="xavier"))
-    assert untied.lm_head.weight is not untied.embed.token.weight
+    assert untied.lm_head.weight is not untied.token_embedding.weight
+
+
+def test_xavier_initializes_each_matrix_of_a_fused_projection():
+    """[W_Q; W_K; W_V] gets three Glorot bounds sqrt(6 / (fan_in + fan_out)), not one."""
+    net = gf.build(tiny(init="xavier", n_kv_heads=1))  # d 32, h 4, g 1, e 8
+    w_q, w_k, w_v = net.stack.blocks[0].attn.qkv_proj.weight.split([32, 8, 8])
+    assert w_q.abs().max() <= (6 / (32 + 32)) ** 0.5 and w_q.abs().max() > 0.9 * (6 / 64) ** 0.5
+    for w in (w_k, w_v):
+        assert w.abs().max() <= (6 / (32 + 8)) ** 0.5 and w.abs().max() > (6 / 64) ** 0.5
 
 
 def test_encoder_pooling():
@@ -218,7 +227,7 @@ def test_build_without_initialization_keeps_ties_and_buffers(family):
     config = tiny(family=family, positions="rope", decoder_start_token_id=0)
     fast, normal = gf.build(config, initialize=False), gf.build(config)
     head = fast.mlm_head.decoder if family == "encoder" else fast.lm_head
-    table = fast.shared if family == "encoder_decoder" else fast.embed.token
+    table = fast.token_embedding
     assert head.weight is table.weight
     fast.load_state_dict(normal.state_dict())
     rotary = [m for m in fast.modules() if hasattr(m, "inv_freq")]

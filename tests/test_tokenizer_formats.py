@@ -164,9 +164,12 @@ def test_wordpiece_from_hf_json_reads_the_flags_and_matches_hf():
     hf.no_truncation()
     hf.no_padding()
     for text in ["Héllo, WORLD! [MASK] 中文", "x" * 120, "tabs\tand\nnewlines"]:
-        reference = hf.encode(text, "a pair")
-        assert tok.encode_with_types(text, pair="a pair") == (reference.ids, reference.type_ids)
-        assert tok.offsets(text, pair="a pair") == reference.offsets
+        reference = hf.encode(text, "a pair")  # HF turns "[MASK]" in the text into its id
+        assert tok.encode_with_types(text, pair="a pair", allowed_special="all") == (
+            reference.ids,
+            reference.type_ids,
+        )
+        assert tok.offsets(text, pair="a pair", allowed_special="all") == reference.offsets
 
 
 # -- our own JSON ----------------------------------------------------------------------------------
@@ -221,7 +224,10 @@ def test_char_special_tokens_only_where_allowed():
     tok = CharTokenizer.from_text("<|endoftxabc>", special_tokens=["<|endoftext|>"], pad_token="<pad>")
     eot = tok.special_tokens["<|endoftext|>"]
     assert tok.encode("ab<|endoftext|>", allowed_special="all")[-1] == eot
-    assert eot not in tok.encode("ab<|endoftext|>")  # by default: plain characters
+    with pytest.raises(ValueError, match="contains '<\\|endoftext\\|>'"):  # by default: an error
+        tok.encode("ab<|endoftext|>")
+    as_text = tok.encode("ab<|endoftext|>", disallowed_special="none")
+    assert eot not in as_text and tok.decode(as_text) == "ab<|endoftext|>"
     assert tok.offsets("a<|endoftext|>", allowed_special="all") == [(0, 1), (1, 14)]
     assert (
         tok.pad_token_id == eot + 1
@@ -245,9 +251,9 @@ def test_char_tokenizer_errors():
 def test_char_round_trip(vocabulary_text, extra):
     tok = CharTokenizer.from_text(vocabulary_text + "x", special_tokens=["<|eot|>"])
     known = "".join(c for c in extra if c in tok.chars)
-    ids = tok.encode(known)
+    ids = tok.encode(known, disallowed_special="none")  # "<|eot|>" may be spelled by chance
     assert tok.decode(ids) == known and all(0 <= i < tok.vocab_size for i in ids)
-    assert CharTokenizer.from_dict(tok.to_dict()).encode(known) == ids
+    assert CharTokenizer.from_dict(tok.to_dict()).encode(known, disallowed_special="none") == ids
 
 
 # -- bad files ------------------------------------------------------------------------------------

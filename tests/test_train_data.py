@@ -109,7 +109,7 @@ def test_wordpiece_token_files_have_no_cls_sep_per_chunk(tmp_path):
     tok = WordPiece(vocab)
     text = "the cat sat.\nthe [MASK] sat.\n" * 10
     ids = token_file(text, tok, tmp_path / "wp.bin", chunk_chars=20).tolist()
-    assert ids == tok.encode(text, add_special_tokens=False, allowed_special="none")
+    assert ids == tok.encode(text, add_special_tokens=False, disallowed_special="none")
     assert not {tok.vocab[t] for t in ("[CLS]", "[SEP]", "[MASK]")} & set(ids)
 
 

@@ -1,5 +1,9 @@
 """WordPiece against the real thing: HF `tokenizers` on all-MiniLM-L6-v2's tokenizer.json (ids,
-offsets, token types, decoding) and `transformers.BertTokenizer` on its vocab.txt (ids)."""
+offsets, token types, decoding) and `transformers.BertTokenizer` on its vocab.txt (ids).
+
+Both references turn a special token's spelling in the text ("[MASK]") into its id; our one
+rule for special tokens (special.py) makes that an error by default, so the comparisons pass
+``allowed_special="all"`` (`HF`)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from glassformer.tokenizers.loading import package_file
 from glassformer.tokenizers.wordpiece import WordPiece, normalize
 
 tokenizers = pytest.importorskip("tokenizers")
+
+HF = {"allowed_special": "all"}  # what HF tokenizers and BertTokenizer do with "[MASK]" in text
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -65,16 +71,18 @@ def ours(model_dir):
 @pytest.mark.parametrize("text", CORPUS)
 def test_ids_tokens_and_offsets_match_hf_tokenizers(hf, ours, text):
     reference = hf.encode(text)
-    assert ours.encode(text) == reference.ids
-    assert ours.tokens(text) == reference.tokens
-    assert ours.offsets(text) == reference.offsets
-    assert ours.encode(text, add_special_tokens=False) == hf.encode(text, add_special_tokens=False).ids
+    assert ours.encode(text, **HF) == reference.ids
+    assert ours.tokens(text, **HF) == reference.tokens
+    assert ours.offsets(text, **HF) == reference.offsets
+    assert ours.encode(text, add_special_tokens=False, **HF) == hf.encode(text, add_special_tokens=False).ids
 
 
 def test_random_mixtures_match_hf_tokenizers(hf, ours):
     texts = _random_texts(400)
     for text, reference in zip(texts, hf.encode_batch(texts), strict=True):
-        assert (ours.encode(text), ours.offsets(text)) == (reference.ids, reference.offsets), repr(text)
+        assert (ours.encode(text, **HF), ours.offsets(text, **HF)) == (reference.ids, reference.offsets), (
+            repr(text)
+        )
 
 
 @pytest.mark.parametrize(
@@ -83,9 +91,9 @@ def test_random_mixtures_match_hf_tokenizers(hf, ours):
 )
 def test_pairs_ids_types_and_offsets_match_hf(hf, ours, text, pair):
     reference = hf.encode(text, pair)
-    ids, type_ids = ours.encode_with_types(text, pair=pair)
+    ids, type_ids = ours.encode_with_types(text, pair=pair, **HF)
     assert (ids, type_ids) == (reference.ids, reference.type_ids)
-    assert ours.offsets(text, pair=pair) == reference.offsets  # pair tokens: offsets into the pair
+    assert ours.offsets(text, pair=pair, **HF) == reference.offsets  # pair tokens: offsets into the pair
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -100,7 +108,7 @@ def test_bert_tokenizer_from_vocab_txt_agrees(model_dir, ours):
     slow = transformers.BertTokenizer(str(model_dir / "vocab.txt"), do_lower_case=True)
     # the unassigned character of the last CORPUS line is the one deliberate difference, below
     for text in CORPUS[:-1] + _random_texts(200, seed=1):
-        assert ours.encode(text) == slow(text)["input_ids"], repr(text)
+        assert ours.encode(text, **HF) == slow(text)["input_ids"], repr(text)
     both = slow("Hi there", "second one")
     assert ours.encode_with_types("Hi there", pair="second one") == (
         both["input_ids"],
@@ -132,24 +140,33 @@ def test_offsets_point_into_the_original_text(ours):
     assert normalize("İ") == ("i", [0])  # NFD gives I + U+0307, the mark goes, then lowercase
 
 
-def test_special_tokens_in_text_can_be_treated_as_text(ours):
+def test_special_token_text_is_an_error_unless_allowed_or_plain(ours):
     mask = ours.special_tokens["[MASK]"]
-    assert mask in ours.encode("a [MASK] b")
-    as_text = ours.encode("a [MASK] b", allowed_special="none")
-    assert mask not in as_text and ours.tokens("[MASK]", allowed_special="none")[1:-1] == ["[", "mask", "]"]
-    assert ours.encode("[MASK] [SEP]", allowed_special={"[MASK]"}).count(mask) == 1
+    with pytest.raises(ValueError, match=r"the text contains '\[MASK\]' \(at character 2\)"):
+        ours.encode("a [MASK] b")
+    with pytest.raises(ValueError, match=r"the pair contains '\[SEP\]'"):
+        ours.encode("a", pair="b [SEP]")
+    assert mask in ours.encode("a [MASK] b", allowed_special="all")
+    as_text = ours.encode("a [MASK] b", disallowed_special="none")
+    assert mask not in as_text and ours.tokens("[MASK]", disallowed_special="none")[1:-1] == [
+        "[",
+        "mask",
+        "]",
+    ]
+    only_mask = {"allowed_special": {"[MASK]"}, "disallowed_special": "none"}
+    assert ours.encode("[MASK] [SEP]", **only_mask).count(mask) == 1
     with pytest.raises(ValueError, match="not special tokens"):
         ours.encode("x", allowed_special={"<mask>"})
 
 
 def test_explain_names_the_rule_for_each_word(ours):
-    entries = ours.explain("Unaffable " + "x" * 101 + " [MASK]")
+    entries = ours.explain("Unaffable " + "x" * 101 + " [MASK]", **HF)
     rules = [(e["text"], e["steps"][0]["rule"]) for e in entries]
     assert rules[0] == ("", "added around the text")
     assert rules[1] == ("Unaffable", "greedy longest match") and entries[1]["normalized"] == "unaffable"
     assert rules[2][1] == "longer than max_input_chars_per_word=100"
     assert rules[3] == ("[MASK]", "special token in the text")
-    assert [i for e in entries for i in e["ids"]] == ours.encode("Unaffable " + "x" * 101 + " [MASK]")
+    assert [i for e in entries for i in e["ids"]] == ours.encode("Unaffable " + "x" * 101 + " [MASK]", **HF)
 
 
 def test_batch_padding_uses_pad_token(ours):

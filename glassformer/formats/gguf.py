@@ -42,14 +42,15 @@ memory is allocated, so a corrupted ``block_count`` cannot make us build a huge 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from glassformer.config import ModelConfig
+from glassformer.config import ModelConfig, llama_style
+from glassformer.formats.key_map import Mapped, check_coverage, stacked_qkv
 from glassformer.models import build
 
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -153,8 +154,7 @@ def config_from_gguf(reader, n_tokens: int, tied: bool, special: dict[str, int |
             raise ValueError(f"the GGUF tokenizer's {name} should be an integer, not {value!r:.60}")
     n_heads = _number(reader, f"{arch}.attention.head_count", int)
     d_model = _number(reader, f"{arch}.embedding_length", int)
-    return ModelConfig(
-        family="decoder",
+    return llama_style(  # the sizes from the metadata; the architecture is Llama's
         vocab_size=_number(reader, f"{arch}.vocab_size", int, n_tokens),
         d_model=d_model,
         n_layers=_number(reader, f"{arch}.block_count", int),
@@ -163,68 +163,76 @@ def config_from_gguf(reader, n_tokens: int, tied: bool, special: dict[str, int |
         d_head=_number(reader, f"{arch}.rope.dimension_count", int, d_model // max(n_heads, 1)),
         d_ff=_number(reader, f"{arch}.feed_forward_length", int),
         max_seq_len=_number(reader, f"{arch}.context_length", int, 2048),
-        positions="rope",
         rope_base=_number(reader, f"{arch}.rope.freq_base", float, 10000.0),
-        rope_style="rotate_half",
-        norm="rmsnorm",
-        norm_placement="pre",
         norm_eps=_number(reader, f"{arch}.attention.layer_norm_rms_epsilon", float, 1e-6),
-        activation="swiglu",
-        qkv_bias=False,
-        out_bias=False,
-        ffn_bias=False,
         tie_embeddings=tied,
         **special,
     )
 
 
-def _key_map(config: ModelConfig) -> dict[str, tuple[str, int | None]]:
-    """GGUF tensor name -> (our parameter, heads to un-permute or None)."""
-    names = {
-        "token_embd.weight": ("embed.token.weight", None),
-        "output_norm.weight": ("final_norm.weight", None),
-    }
+@dataclass(frozen=True)
+class RopeRows:
+    """Import transform of the Q and K matrices: `unpermute_rope_rows` over ``heads`` heads."""
+
+    heads: int
+
+    def __call__(self, weight: torch.Tensor) -> torch.Tensor:
+        return unpermute_rope_rows(weight, self.heads)
+
+
+def _key_map(config: ModelConfig) -> list[Mapped]:
+    """GGUF tensor -> our parameter (q, k and v -> the row blocks of ``qkv_proj``)."""
+    out = [
+        Mapped("stack.embed.token.weight", "token_embd.weight"),
+        Mapped("stack.final_norm.weight", "output_norm.weight"),
+    ]
     if not config.tie_embeddings:
-        names["output.weight"] = ("lm_head.weight", None)
+        out.append(Mapped("lm_head.weight", "output.weight"))
     for i in range(config.n_layers):
-        ours, theirs = f"blocks.{i}", f"blk.{i}"
-        names.update(
-            {
-                f"{theirs}.attn_norm.weight": (f"{ours}.attn_norm.weight", None),
-                f"{theirs}.attn_q.weight": (f"{ours}.attn.q_proj.weight", config.n_heads),
-                f"{theirs}.attn_k.weight": (f"{ours}.attn.k_proj.weight", config.n_kv_heads),
-                f"{theirs}.attn_v.weight": (f"{ours}.attn.v_proj.weight", None),
-                f"{theirs}.attn_output.weight": (f"{ours}.attn.o_proj.weight", None),
-                f"{theirs}.ffn_norm.weight": (f"{ours}.ffn_norm.weight", None),
-                f"{theirs}.ffn_gate.weight": (f"{ours}.ffn.gate_proj.weight", None),
-                f"{theirs}.ffn_up.weight": (f"{ours}.ffn.up_proj.weight", None),
-                f"{theirs}.ffn_down.weight": (f"{ours}.ffn.down_proj.weight", None),
-            }
-        )
-    return names
+        ours, theirs = f"stack.blocks.{i}", f"blk.{i}"
+        names = (f"{theirs}.attn_q", f"{theirs}.attn_k", f"{theirs}.attn_v")
+        q, k, v = stacked_qkv(f"{ours}.attn", *names, config)
+        out += [
+            replace(q, transform=RopeRows(config.n_heads)),
+            replace(k, transform=RopeRows(config.n_kv_heads)),
+            v,
+            Mapped(f"{ours}.attn.o_proj.weight", f"{theirs}.attn_output.weight"),
+            Mapped(f"{ours}.attn_norm.weight", f"{theirs}.attn_norm.weight"),
+            Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.ffn_norm.weight"),
+            Mapped(f"{ours}.ffn.gate_proj.weight", f"{theirs}.ffn_gate.weight"),
+            Mapped(f"{ours}.ffn.up_proj.weight", f"{theirs}.ffn_up.weight"),
+            Mapped(f"{ours}.ffn.down_proj.weight", f"{theirs}.ffn_down.weight"),
+        ]
+    return out
 
 
-def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> None:
-    """The file's tensors are exactly those `_key_map` expects, with our shapes: checked on the
-    meta device, so a damaged header cannot make us allocate (or loop over) a huge model."""
+def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> list[Mapped]:
+    """The key map, once the file's tensors are found to be exactly those it expects, with our
+    shapes: checked on the meta device, so a damaged header cannot make us allocate (or loop
+    over) a huge model."""
     blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
     if config.n_layers != len(blocks):
         raise ValueError(
             f"{path}: the metadata says {config.n_layers} blocks, the file holds tensors for {len(blocks)}"
         )
     mapping = _key_map(config)
-    unknown = sorted(set(tensors) - set(mapping) - {"rope_freqs.weight"})
+    expected = {item.theirs for item in mapping}
+    unknown = sorted(set(tensors) - expected - {"rope_freqs.weight"})
     if unknown:
         raise ValueError(f"{path}: GGUF tensors this loader does not understand: {', '.join(unknown[:8])}")
-    missing = sorted(set(mapping) - set(tensors))
+    missing = sorted(expected - set(tensors))
     if missing:
         raise ValueError(f"{path}: the GGUF file lacks the tensors {', '.join(missing[:8])}")
     with torch.device("meta"):
-        shapes = {name: tuple(p.shape) for name, p in build(config).named_parameters()}
-    for name, (ours, _) in mapping.items():
-        shape = tuple(int(n) for n in reversed(tensors[name].shape.tolist()))  # GGUF lists dims fastest first
-        if shape != shapes[ours]:
-            raise ValueError(f"{path}: {name} has shape {shape}, our {ours} needs {shapes[ours]}")
+        params = dict(build(config).named_parameters())
+    check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
+    for item in mapping:
+        shape = tuple(int(n) for n in reversed(tensors[item.theirs].shape.tolist()))  # fastest dim first
+        rows = item.rows or (0, params[item.ours].shape[0])
+        needed = (rows[1] - rows[0], *params[item.ours].shape[1:])
+        if shape != needed:
+            raise ValueError(f"{path}: {item.theirs} has shape {shape}, our {item.place()} needs {needed}")
+    return mapping
 
 
 @dataclass(frozen=True)
@@ -257,7 +265,7 @@ class StoredTensor:
 CHUNK_VALUES = 1 << 22  # dequantize about 4M values (16 MB of floats) at a time
 
 
-def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, heads: int | None) -> None:
+def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transform: RopeRows | None) -> None:
     """Fill ``target`` (rows, ...) from the file, a chunk of rows at a time, so the float copy
     of a quantized matrix never exists next to the model's own."""
     import gguf
@@ -267,8 +275,8 @@ def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, heads: 
         return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(stop - start, *target.shape[1:]))
 
     with torch.no_grad():
-        if heads is not None:  # Q/K: the permutation spans each head's rows (small matrices)
-            target.copy_(unpermute_rope_rows(floats(0, stored.rows), heads))
+        if transform is not None:  # Q/K: the permutation spans each head's rows (small matrices)
+            target.copy_(transform(floats(0, stored.rows)))
             return
         target = target.view(stored.rows, -1)
         step = max(1, CHUNK_VALUES // target.shape[1])
@@ -303,13 +311,13 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         config = config_from_gguf(reader, len(meta.tokens), "output.weight" not in tensors, special)
     except ValueError as error:  # name the file
         raise ValueError(f"{path}: {error}") from None
-    _check_tensors(Path(path), config, tensors)
+    mapping = _check_tensors(Path(path), config, tensors)
     stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
     chat_template = meta.chat_template
     del reader, meta, tensors  # the metadata goes before the weights come
     net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below
     params = dict(net.named_parameters())
     with open(path, "rb") as handle:
-        for name, (ours, heads) in _key_map(config).items():
-            _dequantize_into(params[ours], handle, stored[name], heads)
+        for item in mapping:  # q, k and v straight into their rows of qkv_proj
+            _dequantize_into(item.target(params), handle, stored[item.theirs], item.transform)
     return net.eval(), tokenizer, chat_template

@@ -1,6 +1,7 @@
 """Key map for Hugging Face BERT (``BertForMaskedLM``, ``BertModel``, sentence encoders).
 
-BERT is post-norm with a LayerNorm on the embeddings; q/k/v/out are separate Linears.
+BERT is post-norm with a LayerNorm on the embeddings; its separate query, key and value
+Linears are stacked into our ``qkv_proj`` (and split again on export).
 Checkpoints with a ``bert.`` prefix carry the MLM head (``cls.predictions``); bare
 ``BertModel`` ones (all-MiniLM-L6-v2) have none, and usually a pooler.
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, expect_family, hf_activation, hf_activation_name, special_id
+from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
+from glassformer.formats.key_map import Mapped, stacked_qkv
 
 IGNORED = {
     r"(bert\.)?embeddings\.position_ids": "an arange buffer",
@@ -61,7 +63,6 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     What BERT cannot express (pre-norm, RoPE, no segment embeddings) is written as BERT
     has it; `glassformer.formats.hf_export` reads the result back and refuses it.
     """
-    expect_family(config, "encoder", "BERT")
     return {
         "model_type": "bert",
         "architectures": ["BertForMaskedLM" if config.mlm_head else "BertModel"],
@@ -91,19 +92,18 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     p = _prefix(keys)
     e = f"{p}embeddings"
     out = [
-        Mapped("embed.token.weight", f"{e}.word_embeddings.weight"),
-        Mapped("embed.position.weight", f"{e}.position_embeddings.weight"),
-        Mapped("embed.token_type.weight", f"{e}.token_type_embeddings.weight"),
-        Mapped("embed.norm.weight", f"{e}.LayerNorm.weight"),
-        Mapped("embed.norm.bias", f"{e}.LayerNorm.bias"),
+        Mapped("stack.embed.token.weight", f"{e}.word_embeddings.weight"),
+        Mapped("stack.embed.position.weight", f"{e}.position_embeddings.weight"),
+        Mapped("stack.embed.token_type.weight", f"{e}.token_type_embeddings.weight"),
+        Mapped("stack.embed.norm.weight", f"{e}.LayerNorm.weight"),
+        Mapped("stack.embed.norm.bias", f"{e}.LayerNorm.bias"),
     ]
     for i in range(config.n_layers):
-        ours, theirs = f"blocks.{i}", f"{p}encoder.layer.{i}"
+        ours, theirs = f"stack.blocks.{i}", f"{p}encoder.layer.{i}"
+        attn = f"{theirs}.attention.self"
+        out += stacked_qkv(f"{ours}.attn", f"{attn}.query", f"{attn}.key", f"{attn}.value", config)
         for kind in ("weight", "bias"):
             out += [
-                Mapped(f"{ours}.attn.q_proj.{kind}", f"{theirs}.attention.self.query.{kind}"),
-                Mapped(f"{ours}.attn.k_proj.{kind}", f"{theirs}.attention.self.key.{kind}"),
-                Mapped(f"{ours}.attn.v_proj.{kind}", f"{theirs}.attention.self.value.{kind}"),
                 Mapped(f"{ours}.attn.o_proj.{kind}", f"{theirs}.attention.output.dense.{kind}"),
                 Mapped(f"{ours}.attn_norm.{kind}", f"{theirs}.attention.output.LayerNorm.{kind}"),
                 Mapped(f"{ours}.ffn.up_proj.{kind}", f"{theirs}.intermediate.dense.{kind}"),

@@ -4,7 +4,8 @@
     transformers.AutoModelForCausalLM.from_pretrained("out/")
 
 The export has no layout of its own: it reuses each family's import code (`hf_gpt2`,
-`hf_llama`, `hf_bert`, `hf_t5`), so what is written is what the importer would read.
+`hf_llama`, `hf_bert`, `hf_t5`, found in the one table `hf_families.FAMILIES`), so what
+is written is what the importer would read.
 
 1. **Config.** ``config_to_hf(config)`` writes the ``config.json``. The export is then
    *verified against the importer*: ``config_from_hf`` must read that dict back as exactly
@@ -12,18 +13,20 @@ The export has no layout of its own: it reuses each family's import code (`hf_gp
    reproduces (ALiBi positions, a GPT-2 without biases, a Marian-style original
    Transformer) is refused with the fields that differ for the closest family, rather
    than written as a checkpoint HF would load as a different model.
-2. **Weights.** The key map ``key_map(config, keys)`` says, for each of our parameters,
-   which checkpoint tensor it comes from. Grouped by checkpoint name, it runs backwards:
-   a tensor the importer splits (GPT-2's fused, transposed ``c_attn``) is joined by
-   `Split.join`; every other one is written as it is. Each joined tensor is split again
-   by the import transform and must give our parameters back exactly, and every one of
-   our parameters must be written once. Tensors HF ties (an LM head tied to the token
-   embedding) are left out, as ``save_pretrained`` leaves them out.
+2. **Weights.** The key map ``key_map(config, keys)`` says which checkpoint tensor fills
+   each of our parameters, or each block of its rows; `key_map.hf_state` runs it
+   backwards: our ``qkv_proj`` is cut into the q, k and v matrices Llama, BERT and T5
+   store, and transposed whole into GPT-2's ``c_attn``. Each tensor must read back as
+   what it came from, and every one of our parameters must be written once. Tensors HF
+   ties (an LM head tied to the token embedding) are left out, as ``save_pretrained``
+   leaves them out.
 3. **Files.** ``config.json``, ``model.safetensors`` and, with a byte-level BPE or
    WordPiece tokenizer, ``tokenizer.json`` + ``tokenizer_config.json`` are written into a
-   temporary sibling directory that is then renamed into place: an interrupted export
-   leaves no half checkpoint, and an existing non-empty directory is replaced only with
-   ``overwrite=True``.
+   temporary sibling directory that is then renamed into place
+   (`glassformer.atomic.write_directory_atomic`): an interrupted export leaves no half
+   checkpoint. An existing non-empty directory is replaced only with ``overwrite=True``,
+   and only when it holds nothing but a checkpoint's files (`CHECKPOINT_FILES`):
+   anything else there is named and the export refused.
 
 Loading the result with ``gf.load`` gives back the same config and the same weights.
 """
@@ -32,10 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
-import uuid
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -43,13 +42,36 @@ from typing import Any
 
 import torch
 
+from glassformer.atomic import check_replaceable, write_directory_atomic
 from glassformer.config import DROPOUT_FIELDS, ModelConfig
-from glassformer.formats.hf import Mapped, Split
+from glassformer.formats.hf_families import FAMILIES, read_only, writers
+from glassformer.formats.key_map import Mapped, hf_state
 
 # fields that change training, not the function the model computes; HF has its own names for some
 TRAINING_ONLY = (*DROPOUT_FIELDS, "init", "init_std")
-# our family -> the HF families that can hold it, in the order they are tried
-WRITERS = {"decoder": ("gpt2", "llama"), "encoder": ("bert",), "encoder_decoder": ("t5",)}
+# what a Hugging Face checkpoint directory holds (shell patterns): the files this export
+# writes and those save_pretrained / the Hub put beside them. Only a directory holding
+# nothing else is replaced; only these files of it are deleted.
+CHECKPOINT_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "model-*-of-*.safetensors",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "pytorch_model-*-of-*.bin",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "chat_template.jinja",
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +98,9 @@ def save_hf(
     ``tokenizer`` is written as ``tokenizer.json`` when it is a byte-level BPE or a
     WordPiece; another kind (characters) raises, unless ``tokenizer_optional`` (the facade's
     ``lm.save_hf``, which passes the tokenizer it happens to hold), which leaves it out
-    with a note. Raises ValueError when no HF family reproduces the model's config, and
-    FileExistsError when ``directory`` holds files and ``overwrite`` is false.
+    with a note. Raises ValueError when no HF family reproduces the model's config,
+    FileExistsError when ``directory`` holds files and ``overwrite`` is false, and
+    ValueError naming them when it holds files other than a checkpoint's (`CHECKPOINT_FILES`).
 
     >>> import tempfile, glassformer as gf
     >>> net = gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4))
@@ -104,7 +127,7 @@ def save_hf(
             if not tokenizer_optional:
                 raise ValueError(f"cannot write the tokenizer as an HF tokenizer.json: {error}") from None
             notes.append(f"tokenizer not written: {error}")
-    _write_directory(directory, state, files, overwrite)
+    _write_directory(directory, state, files, CHECKPOINT_FILES if overwrite else ())
     return HFExport(
         directory=directory,
         model_type=hf_config["model_type"],
@@ -121,8 +144,8 @@ def choose_family(config: ModelConfig) -> tuple[ModuleType, dict[str, Any], list
     """The HF family whose importer reads ``config_to_hf(config)`` back as ``config``, with
     that dict and the key map; ValueError naming the differences of the closest one."""
     tried = []
-    for name in WRITERS[config.family]:
-        family = _family_module(name)
+    for name in writers(config.family):
+        family = FAMILIES[name].module
         hf_config = json.loads(json.dumps(family.config_to_hf(config)))  # as config.json will hold it
         layout = family.layout_keys(config) if hasattr(family, "layout_keys") else set()
         mapping = family.key_map(config, layout)
@@ -136,11 +159,12 @@ def choose_family(config: ModelConfig) -> tuple[ModuleType, dict[str, Any], list
             return family, hf_config, mapping
         tried.append((len(differences), name, hf_config["architectures"][0], differences))
     _, name, architecture, differences = min(tried)
-    writers = "; ".join(f"{ours} -> {', '.join(hf)}" for ours, hf in WRITERS.items())
+    families = ("decoder", "encoder", "encoder_decoder")
+    written = "; ".join(f"{ours} -> {', '.join(writers(ours))}" for ours in families)
     raise ValueError(
         f"no Hugging Face family holds this {config.family} model exactly; the closest, {name} "
-        f"({architecture}), would differ in {'; '.join(differences)}. Families written: {writers} "
-        "(Marian checkpoints are read, not written)"
+        f"({architecture}), would differ in {'; '.join(differences)}. Families written: {written} "
+        f"(read, not written: {', '.join(read_only())})"
     )
 
 
@@ -153,50 +177,6 @@ def config_differences(ours: ModelConfig, theirs: ModelConfig, name: str) -> lis
         and field.name not in TRAINING_ONLY
         and getattr(ours, field.name) != getattr(theirs, field.name)
     ]
-
-
-def _family_module(name: str) -> ModuleType:
-    from glassformer.formats import hf_bert, hf_gpt2, hf_llama, hf_t5
-
-    return {"gpt2": hf_gpt2, "llama": hf_llama, "bert": hf_bert, "t5": hf_t5}[name]
-
-
-# -- weights: the key map backwards --------------------------------------------------------------
-
-
-def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Tensor]:
-    """Checkpoint name -> tensor (on the CPU, contiguous) for ``net`` by an import key map."""
-    params = dict(net.named_parameters())  # tied weights appear once, under their first name
-    groups: dict[str, list[Mapped]] = {}
-    for item in mapping:
-        if item.ours not in params:
-            raise ValueError(f"the key map names {item.ours!r}, which this model does not have")
-        groups.setdefault(item.theirs, []).append(item)
-    written = Counter(item.ours for item in mapping)
-    twice = sorted(name for name, count in written.items() if count > 1)
-    missing = sorted(set(params) - set(written))
-    if twice or missing:
-        raise ValueError(f"the key map writes {twice or 'none'} twice and leaves out {missing or 'none'}")
-    return {theirs: _join(theirs, items, params) for theirs, items in groups.items()}
-
-
-def _join(theirs: str, items: list[Mapped], params: dict[str, torch.Tensor]) -> torch.Tensor:
-    """One checkpoint tensor from the parameters the importer makes of it."""
-    pieces = [params[item.ours].detach().cpu() for item in items]
-    if len(items) == 1 and items[0].transform is None:
-        return pieces[0].contiguous()
-    splits = [item.transform for item in items]
-    if not all(isinstance(split, Split) for split in splits):
-        raise ValueError(f"cannot write {theirs!r}: its import transform is not an invertible Split")
-    order = sorted(range(len(items)), key=lambda k: splits[k].part)
-    layout = {(split.parts, split.transposed) for split in splits}
-    if len(layout) > 1 or [splits[k].part for k in order] != list(range(splits[0].parts)):
-        raise ValueError(f"cannot write {theirs!r}: the key map gives it pieces {splits}")
-    tensor = splits[0].join([pieces[k] for k in order])
-    for split, piece, item in zip(splits, pieces, items, strict=True):  # the importer must undo it
-        if not torch.equal(split(tensor), piece):
-            raise ValueError(f"{theirs!r} does not split back into {item.ours!r}")
-    return tensor
 
 
 # -- tokenizer -----------------------------------------------------------------------------------
@@ -228,44 +208,25 @@ def tokenizer_files(tokenizer: Any, config: ModelConfig) -> dict[str, str]:
 
 
 def _check_target(directory: Path, overwrite: bool) -> None:
+    """Before any work: a file, or a directory that holds files without ``overwrite``, or
+    files that are not a checkpoint's with it, is refused."""
     if directory.exists() and not directory.is_dir():
         raise FileExistsError(f"{directory} exists and is not a directory; choose another output path")
     if directory.is_dir() and any(directory.iterdir()) and not overwrite:
         raise FileExistsError(
             f"{directory} already holds files; pass overwrite=True (--overwrite on the command line) "
-            "to replace the whole directory, or choose another one"
+            "to replace a checkpoint directory, or choose another one"
         )
+    check_replaceable(directory, CHECKPOINT_FILES if overwrite else ())
 
 
 def _write_directory(
-    directory: Path, state: dict[str, torch.Tensor], files: dict[str, str], overwrite: bool
+    directory: Path, state: dict[str, torch.Tensor], files: dict[str, str], owned: tuple[str, ...]
 ) -> None:
-    """Write into a hidden sibling, then rename it into place (the old directory goes last)."""
+    """Write into a hidden sibling, then rename it into place (`write_directory_atomic`)."""
     from safetensors.torch import save_file
 
-    directory = directory.absolute()  # "." has no name to put a sibling beside
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    staging = directory.with_name(f".{directory.name}.{unique}.tmp")
-    staging.mkdir()
-    try:
+    with write_directory_atomic(directory, owned) as staging:
         save_file(state, staging / "model.safetensors", metadata={"format": "pt"})
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        for path in staging.iterdir():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-        _check_target(directory, overwrite)  # again: something may have appeared meanwhile
-        old = directory.with_name(f".{directory.name}.{unique}.old")
-        if directory.exists():
-            os.replace(directory, old)
-        try:
-            os.replace(staging, directory)
-        except BaseException:
-            if old.exists():
-                os.replace(old, directory)
-            raise
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Key map for Hugging Face GPT-2 (``GPT2LMHeadModel`` / ``GPT2Model``).
 
-GPT-2 keeps q, k and v in one Conv1D ``c_attn`` of shape (d, 3d): transposed and split
-on import (`Split`), joined and transposed back on export. Export writes
+GPT-2 keeps q, k and v in one Conv1D ``c_attn`` of shape (d, 3d), columns [q | k | v]:
+transposed, it is our ``qkv_proj`` = [W_Q; W_K; W_V] (3d, d) as it is (nanoGPT's
+``c_attn``), and transposed back on export. Export writes
 ``GPT2LMHeadModel`` (the ``transformer.`` prefix, tied LM head left out as HF does).
 """
 
@@ -10,14 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import (
-    Mapped,
-    conv1d,
-    expect_family,
-    hf_activation,
-    hf_activation_name,
-    special_id,
-)
+from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
+from glassformer.formats.key_map import Conv1D, Mapped
 
 IGNORED = {
     r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias": "causal-mask buffers of old checkpoints",
@@ -58,7 +53,6 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     What GPT-2 cannot express (RoPE, RMSNorm, no biases, an untied head) is written as
     GPT-2 has it; `glassformer.formats.hf_export` reads the result back and refuses it.
     """
-    expect_family(config, "decoder", "GPT-2")
     return {
         "model_type": "gpt2",
         "architectures": ["GPT2LMHeadModel"],
@@ -90,23 +84,20 @@ def layout_keys(config: ModelConfig) -> set[str]:
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     p = _prefix(keys)
     out = [
-        Mapped("embed.token.weight", f"{p}wte.weight"),
-        Mapped("embed.position.weight", f"{p}wpe.weight"),
-        Mapped("final_norm.weight", f"{p}ln_f.weight"),
-        Mapped("final_norm.bias", f"{p}ln_f.bias"),
+        Mapped("stack.embed.token.weight", f"{p}wte.weight"),
+        Mapped("stack.embed.position.weight", f"{p}wpe.weight"),
+        Mapped("stack.final_norm.weight", f"{p}ln_f.weight"),
+        Mapped("stack.final_norm.bias", f"{p}ln_f.bias"),
     ]
     for i in range(config.n_layers):
-        ours, theirs = f"blocks.{i}", f"{p}h.{i}"
+        ours, theirs = f"stack.blocks.{i}", f"{p}h.{i}"
         for kind in ("weight", "bias"):
             out += [
                 Mapped(f"{ours}.attn_norm.{kind}", f"{theirs}.ln_1.{kind}"),
                 Mapped(f"{ours}.ffn_norm.{kind}", f"{theirs}.ln_2.{kind}"),
-                *(
-                    Mapped(f"{ours}.attn.{name}_proj.{kind}", f"{theirs}.attn.c_attn.{kind}", conv1d(j, 3))
-                    for j, name in enumerate("qkv")
-                ),
-                Mapped(f"{ours}.attn.o_proj.{kind}", f"{theirs}.attn.c_proj.{kind}", conv1d()),
-                Mapped(f"{ours}.ffn.up_proj.{kind}", f"{theirs}.mlp.c_fc.{kind}", conv1d()),
-                Mapped(f"{ours}.ffn.down_proj.{kind}", f"{theirs}.mlp.c_proj.{kind}", conv1d()),
+                Mapped(f"{ours}.attn.qkv_proj.{kind}", f"{theirs}.attn.c_attn.{kind}", Conv1D()),
+                Mapped(f"{ours}.attn.o_proj.{kind}", f"{theirs}.attn.c_proj.{kind}", Conv1D()),
+                Mapped(f"{ours}.ffn.up_proj.{kind}", f"{theirs}.mlp.c_fc.{kind}", Conv1D()),
+                Mapped(f"{ours}.ffn.down_proj.{kind}", f"{theirs}.mlp.c_proj.{kind}", Conv1D()),
             ]
     return out

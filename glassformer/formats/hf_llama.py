@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, expect_family, hf_activation, hf_activation_name, special_id
+from glassformer.config import ModelConfig, llama_style
+from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
+from glassformer.formats.key_map import Mapped, stacked_qkv
 
 IGNORED = {
     r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq": "recomputed from rope_base",
@@ -39,8 +40,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
             f"Llama hidden_act={hidden_act!r} is not supported (the FFN is gated); supported: silu, gelu, "
             "gelu_new, gelu_pytorch_tanh"
         )
-    return ModelConfig(
-        family="decoder",
+    return llama_style(  # RoPE (rotate-half), pre-RMSNorm; the rest as the config says
         vocab_size=hf["vocab_size"],
         d_model=hf["hidden_size"],
         n_layers=hf["num_hidden_layers"],
@@ -49,9 +49,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         d_head=hf.get("head_dim") or hf["hidden_size"] // n_heads,
         d_ff=hf["intermediate_size"],
         max_seq_len=hf.get("max_position_embeddings", 2048),
-        positions="rope",
         rope_base=float(hf.get("rope_theta", 10000.0)),
-        rope_style="rotate_half",
         rope_scaling=scaling,
         rope_scaling_factor=factor,
         attn_window=window,
@@ -59,8 +57,6 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         out_bias=bool(hf.get("attention_bias", False)),
         activation=gated,
         ffn_bias=bool(hf.get("mlp_bias", False)),
-        norm="rmsnorm",
-        norm_placement="pre",
         norm_eps=hf.get("rms_norm_eps", 1e-6),
         tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
         bos_token_id=special_id(hf, "bos_token_id"),
@@ -76,7 +72,6 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     is written as Llama has it; `glassformer.formats.hf_export` reads the result back and
     refuses it.
     """
-    expect_family(config, "decoder", "Llama")
     linear = config.rope_scaling == "linear"
     gate = hf_activation_name(config.activation, tanh_gelu="gelu_pytorch_tanh")  # gated or not
     return {
@@ -107,29 +102,26 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     out = [
-        Mapped("embed.token.weight", "model.embed_tokens.weight"),
-        Mapped("final_norm.weight", "model.norm.weight"),
+        Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
+        Mapped("stack.final_norm.weight", "model.norm.weight"),
     ]
     if not config.tie_embeddings:
         out.append(Mapped("lm_head.weight", "lm_head.weight"))
     for i in range(config.n_layers):
-        ours, theirs = f"blocks.{i}", f"model.layers.{i}"
+        ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
+        attn = f"{theirs}.self_attn"
+        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
         out += [
+            Mapped(f"{ours}.attn.o_proj.weight", f"{attn}.o_proj.weight"),
             Mapped(f"{ours}.attn_norm.weight", f"{theirs}.input_layernorm.weight"),
             Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.post_attention_layernorm.weight"),
-            Mapped(f"{ours}.ffn.gate_proj.weight", f"{theirs}.mlp.gate_proj.weight"),
-            Mapped(f"{ours}.ffn.up_proj.weight", f"{theirs}.mlp.up_proj.weight"),
-            Mapped(f"{ours}.ffn.down_proj.weight", f"{theirs}.mlp.down_proj.weight"),
         ]
-        for name in "qkvo":
-            out.append(Mapped(f"{ours}.attn.{name}_proj.weight", f"{theirs}.self_attn.{name}_proj.weight"))
-        if config.qkv_bias:
-            out += [Mapped(f"{ours}.attn.{n}_proj.bias", f"{theirs}.self_attn.{n}_proj.bias") for n in "qkv"]
         if config.out_bias:
-            out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{theirs}.self_attn.o_proj.bias"))
-        if config.ffn_bias:
-            out += [
-                Mapped(f"{ours}.ffn.{n}_proj.bias", f"{theirs}.mlp.{n}_proj.bias")
-                for n in ("gate", "up", "down")
-            ]
+            out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{attn}.o_proj.bias"))
+        kinds = ("weight", "bias") if config.ffn_bias else ("weight",)
+        out += [
+            Mapped(f"{ours}.ffn.{n}_proj.{kind}", f"{theirs}.mlp.{n}_proj.{kind}")
+            for n in ("gate", "up", "down")
+            for kind in kinds
+        ]
     return out

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, hf_activation, special_id
+from glassformer.formats.hf_config import hf_activation, special_id
+from glassformer.formats.key_map import Mapped, stacked_kv, stacked_qkv
 from glassformer.nn.positions import sinusoidal_table
 
 IGNORED = {
@@ -64,13 +65,11 @@ def check(state: dict[str, torch.Tensor], config: ModelConfig) -> None:
             raise ValueError(f"model.{stack}.embed_positions.weight is not the expected sinusoidal table")
 
 
-def _attention(ours: str, theirs: str) -> list[Mapped]:
-    names = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "out_proj"}
-    return [
-        Mapped(f"{ours}.{n}_proj.{kind}", f"{theirs}.{hf_name}.{kind}")
-        for n, hf_name in names.items()
-        for kind in ("weight", "bias")
-    ]
+def _attention(ours: str, theirs: str, config: ModelConfig, cross: bool = False) -> list[Mapped]:
+    """Self-attention's q, k, v stacked into ``qkv_proj``; cross-attention's k, v into ``kv_proj``."""
+    stack = stacked_kv if cross else stacked_qkv
+    out = stack(ours, f"{theirs}.q_proj", f"{theirs}.k_proj", f"{theirs}.v_proj", config)
+    return out + [Mapped(f"{ours}.o_proj.{kind}", f"{theirs}.out_proj.{kind}") for kind in ("weight", "bias")]
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
@@ -81,10 +80,10 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     for stack, n_layers in (("encoder", config.n_layers), ("decoder", config.n_decoder_layers)):
         for i in range(n_layers):
             ours, theirs = f"{stack}.blocks.{i}", f"model.{stack}.layers.{i}"
-            out += _attention(f"{ours}.attn", f"{theirs}.self_attn")
+            out += _attention(f"{ours}.attn", f"{theirs}.self_attn", config)
             norms = [("attn_norm", "self_attn_layer_norm"), ("ffn_norm", "final_layer_norm")]
             if stack == "decoder":
-                out += _attention(f"{ours}.cross_attn", f"{theirs}.encoder_attn")
+                out += _attention(f"{ours}.cross_attn", f"{theirs}.encoder_attn", config, cross=True)
                 norms.append(("cross_norm", "encoder_attn_layer_norm"))
             for kind in ("weight", "bias"):
                 out += [Mapped(f"{ours}.{a}.{kind}", f"{theirs}.{b}.{kind}") for a, b in norms]

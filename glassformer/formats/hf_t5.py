@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf import Mapped, expect_family, special_id
+from glassformer.formats.hf_config import special_id
+from glassformer.formats.key_map import Mapped, stacked_kv, stacked_qkv
 
 IGNORED = {
     r"(encoder|decoder)\.embed_tokens\.weight": "the same tensor as shared.weight",
@@ -63,7 +64,6 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     What T5 cannot express (sinusoidal positions, LayerNorm, biases) is written as T5 has
     it; `glassformer.formats.hf_export` reads the result back and refuses it.
     """
-    expect_family(config, "encoder_decoder", "T5")
     # relu, gelu (exact) and gated-gelu (a tanh-GELU gate, T5 v1.1) are what T5 has; any
     # other activation is written as the nearest of these, and so refused
     projection = "gated-gelu" if config.gated else "relu" if config.activation == "relu" else "gelu"
@@ -105,10 +105,6 @@ def _ffn(config: ModelConfig, ours: str, theirs: str) -> list[Mapped]:
     ]
 
 
-def _attention(ours: str, theirs: str) -> list[Mapped]:
-    return [Mapped(f"{ours}.{n}_proj.weight", f"{theirs}.{n}.weight") for n in "qkvo"]
-
-
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     out = [Mapped("shared.weight", "shared.weight")]
     if not config.tie_embeddings:
@@ -125,10 +121,14 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
         for i in range(n_layers):
             ours, theirs = f"{stack}.blocks.{i}", f"{stack}.block.{i}.layer"
             ffn_layer = 2 if stack == "decoder" else 1
-            out += _attention(f"{ours}.attn", f"{theirs}.0.SelfAttention")
+            attn = f"{theirs}.0.SelfAttention"
+            out += stacked_qkv(f"{ours}.attn", f"{attn}.q", f"{attn}.k", f"{attn}.v", config)
+            out += [Mapped(f"{ours}.attn.o_proj.weight", f"{attn}.o.weight")]
             out += [Mapped(f"{ours}.attn_norm.weight", f"{theirs}.0.layer_norm.weight")]
             if stack == "decoder":
-                out += _attention(f"{ours}.cross_attn", f"{theirs}.1.EncDecAttention")
+                cross = f"{theirs}.1.EncDecAttention"
+                out += stacked_kv(f"{ours}.cross_attn", f"{cross}.q", f"{cross}.k", f"{cross}.v", config)
+                out += [Mapped(f"{ours}.cross_attn.o_proj.weight", f"{cross}.o.weight")]
                 out += [Mapped(f"{ours}.cross_norm.weight", f"{theirs}.1.layer_norm.weight")]
             out += _ffn(config, f"{ours}.ffn", f"{theirs}.{ffn_layer}.DenseReluDense")
             out += [Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.{ffn_layer}.layer_norm.weight")]

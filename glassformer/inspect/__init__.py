@@ -56,7 +56,7 @@ from glassformer.inspect.rollout import (
     rollout_by_layer,
 )
 from glassformer.inspect.targets import Target, make_target
-from glassformer.inspect.trace import Trace, capture
+from glassformer.nn.trace import Trace, capture
 
 __all__ = [
     "HeadRoles",

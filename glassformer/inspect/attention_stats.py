@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import torch
 
-from glassformer.inspect.trace import Trace
+from glassformer.nn.trace import Trace
 
 PREFIXES = ("", "encoder.", "decoder.")
 KINDS = ("attn", "cross_attn")

@@ -37,7 +37,7 @@ from glassformer.inspect.attention_stats import (
     separator_positions,
     stacked_patterns,
 )
-from glassformer.inspect.trace import Trace, capture
+from glassformer.nn.trace import Trace, capture
 from glassformer.models import DecoderLM, EncoderDecoderLM
 
 

@@ -34,7 +34,7 @@ def token_id(lm: LanguageModel, token: str | int, name: str = "token") -> int:
     if lm.tokenizer is None:
         raise ValueError(f"{name} {token!r} is text but this model has no tokenizer; pass a token id")
     frame = set(lm.tokenizer.encode(""))  # tokens added around every text ([CLS] [SEP] for BERT)
-    ids = [i for i in lm.tokenizer.encode(token) if i not in frame]
+    ids = [i for i in lm.tokenizer.encode(token, allowed_special="all") if i not in frame]
     if len(ids) != 1:
         pieces = [lm.tokenizer.id_to_token(i) for i in ids]
         if not pieces:

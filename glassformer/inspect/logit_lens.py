@@ -34,7 +34,7 @@ import torch
 
 from glassformer.generate import decoder_start_id
 from glassformer.inspect.head_roles import check_length
-from glassformer.inspect.trace import capture
+from glassformer.nn.trace import capture
 from glassformer.models import EncoderDecoderLM, EncoderModel
 
 
@@ -168,7 +168,7 @@ def _target_id(lm, target: str | int) -> int:
     if lm.tokenizer is None:
         raise ValueError("target is text but this model has no tokenizer; pass a token id")
     special = set(getattr(lm.tokenizer, "special_tokens", {}).values())
-    pieces = lm.tokenizer.encode(target)
+    pieces = lm.tokenizer.encode(target, allowed_special="all")
     if not (len(pieces) == 1 and pieces[0] in special):
         pieces = [i for i in pieces if i not in special]  # [CLS] / [SEP] added by WordPiece
     if len(pieces) != 1:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import torch
 
 from glassformer.inspect.attention_stats import attention_patterns
-from glassformer.inspect.trace import Trace
+from glassformer.nn.trace import Trace
 
 FLOW_MAX_TOKENS = 64  # one max-flow per (output, input) pair: t^2 flows on (L+1) t nodes
 _FLOW_SCALE = 2**24  # scipy's max-flow wants integer capacities: weights in units of 2^-24

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.inspect.inputs import evaluating, forward, token_id
+from glassformer.inputs import evaluating
 from glassformer.models import EncoderModel
 
 if TYPE_CHECKING:  # glassformer.lm imports this package
@@ -85,15 +85,15 @@ def make_target(
         if ids is None:
             raise ValueError("target=None (the top prediction) needs the input ids")
         with torch.no_grad(), evaluating(net):
-            output = forward(lm, ids, decoder_ids)
+            output = lm.inputs.forward(ids, decoder_ids)
         target = int(output[0, positions(output, ids)[0]].argmax())
     if isinstance(target, tuple):
         if len(target) != 2:
             raise ValueError(f"a target pair is (good, bad), got {len(target)} items")
-        good, bad = (token_id(lm, t, "target") for t in target)
+        good, bad = (lm.inputs.token_id(t, "target") for t in target)
         label = f"logit({show_token(lm, good)}) - logit({show_token(lm, bad)}) at {where}"
     else:
-        good, bad = token_id(lm, target, "target"), None
+        good, bad = lm.inputs.token_id(target, "target"), None
         label = f"logit of {show_token(lm, good)} at {where}"
 
     def score(output: torch.Tensor, ids: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:

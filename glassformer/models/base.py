@@ -1,4 +1,10 @@
-"""What every model family shares: hook points by name, input checks, attention choice."""
+"""What every model family shares: its stacks, hook points by name, input checks, the
+attention backend and the unembedding.
+
+Each family is a `TransformerModel` built by composition: one `TransformerStack`
+(decoder, encoder) or two (encoder-decoder), and a head. Nothing is set up after
+construction: the stacks name their hook points as they are built.
+"""
 
 from __future__ import annotations
 
@@ -9,42 +15,61 @@ import torch
 from torch import nn
 
 from glassformer.config import ModelConfig
-from glassformer.nn import attention, hooks
+from glassformer.models.stack import TransformerStack
+from glassformer.nn import hooks
+from glassformer.nn.attention import AttentionBackend
 from glassformer.nn.hooks import HookFn, HookPoint
 
 
 class TransformerModel(nn.Module):
-    """Base class of the three families. Subclasses build their modules, then call
-    ``self._finish()`` so every hook point gets its dotted name."""
+    """Base class of the three families.
 
-    config: ModelConfig
+    ``attention`` is the `AttentionBackend` every attention layer of the model runs
+    (passed into each forward call); `attention_impl` switches its path for a ``with``
+    block and `glassformer.fast.enable` replaces it with a faster one.
+    """
 
-    def _finish(self) -> None:
-        self._hook_points = hooks.name_hook_points(self)
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.attention = AttentionBackend()
+        self.hook_logits = HookPoint("logits")
+
+    @property
+    def stacks(self) -> list[TransformerStack]:
+        """The model's stacks in forward order: [stack], or [encoder, decoder]."""
+        return [m for m in self.children() if isinstance(m, TransformerStack)]
+
+    @property
+    def output_stack(self) -> TransformerStack:
+        """The stack whose output the head reads (the decoder of an encoder-decoder)."""
+        return self.stacks[-1]
+
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        """The token table E (shared by both stacks of an encoder-decoder)."""
+        return self.stacks[0].embed.token
 
     @property
     def hook_points(self) -> dict[str, HookPoint]:
         """Every named activation of this model, in forward order: name -> HookPoint."""
-        return self._hook_points
+        points = {name: p for stack in self.stacks for name, p in stack.hook_points.items()}
+        return hooks.sort_forward({**points, "logits": self.hook_logits})
 
     def hooks(self, mapping: Mapping[str, HookFn]) -> contextlib.AbstractContextManager[None]:
         """``with net.hooks({"blocks.*.attn.pattern": fn}): net(ids)`` — attached, then removed."""
-        return hooks.attached(self._hook_points, mapping)
+        return hooks.attached(self.hook_points, mapping)
 
     @contextlib.contextmanager
     def attention_impl(self, impl: str) -> Iterator[None]:
         """Force the ``explicit`` or ``fused`` attention path for a ``with`` block."""
-        if impl not in attention.IMPLEMENTATIONS:
-            raise ValueError(f"impl={impl!r}; allowed values: {', '.join(attention.IMPLEMENTATIONS)}")
-        modules = [m for m in self.modules() if isinstance(m, attention.Attention)]
-        before = [m.impl for m in modules]
-        for m in modules:
-            m.impl = impl
+        before = self.attention.impl
+        AttentionBackend(impl)  # validates the name
+        self.attention.impl = impl
         try:
             yield
         finally:
-            for m, old in zip(modules, before, strict=True):
-                m.impl = old
+            self.attention.impl = before
 
     def check_ids(self, ids: torch.Tensor, name: str = "input_ids") -> None:
         """Fail with a clear message on a wrong type, rank or out-of-range token id."""

@@ -14,28 +14,26 @@ from torch import nn
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
 from glassformer.models.stack import TransformerStack
-from glassformer.nn.hooks import HookPoint
 from glassformer.nn.init import init_weights
 from glassformer.nn.kv_cache import KVCache
-from glassformer.nn.linear import Linear
 
 
-class DecoderLM(TransformerStack, TransformerModel):
-    """Causal LM.  input_ids b t -> logits b t v.  Trace names: see DESIGN.md."""
+class DecoderLM(TransformerModel):
+    """Causal LM: one causal stack and an LM head.  input_ids b t -> logits b t v.
+    Trace names: see docs/architecture.md."""
 
     def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
         token = nn.Embedding(config.vocab_size, config.d_model)
-        super().__init__(config, token, n_layers=config.n_layers, causal=True)
-        self.lm_head = Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
-        self.hook_logits = HookPoint("logits")
+        self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=True)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         init_weights(self, config)
         self.tie_weights()
-        self._finish()
 
     def tie_weights(self) -> None:
         """W_U = E^T (Press & Wolf, 2017): the LM head reuses the token embedding."""
         if self.config.tie_embeddings:
-            self.lm_head.weight = self.embed.token.weight
+            self.lm_head.weight = self.stack.embed.token.weight
 
     def forward(
         self,
@@ -47,5 +45,7 @@ class DecoderLM(TransformerStack, TransformerModel):
     ) -> torch.Tensor:
         """Next-token logits at every position: b t -> b t v."""
         self.check_ids(input_ids)
-        x = super().forward(input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache)
+        x = self.stack(
+            input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache, backend=self.attention
+        )  # b t d
         return self.hook_logits(self.unembed(x))  # b t v

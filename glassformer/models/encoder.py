@@ -15,7 +15,6 @@ from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
 from glassformer.models.stack import TransformerStack
 from glassformer.nn.ffn import ACTIVATION_FNS
-from glassformer.nn.hooks import HookPoint
 from glassformer.nn.init import init_weights
 from glassformer.nn.norms import make_norm
 
@@ -36,23 +35,23 @@ class MLMHead(nn.Module):
         return self.decoder(self.norm(self.act_fn(self.dense(x))))
 
 
-class EncoderModel(TransformerStack, TransformerModel):
-    """BERT-style encoder.  ``forward`` gives MLM logits b t v; ``encode`` the hidden states."""
+class EncoderModel(TransformerModel):
+    """BERT-style encoder: one bidirectional stack, an optional masked-LM head and pooler.
+    ``forward`` gives MLM logits b t v; ``encode`` the hidden states."""
 
     def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
         token = nn.Embedding(config.vocab_size, config.d_model)
-        super().__init__(config, token, n_layers=config.n_layers, causal=False)
+        self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=False)
         self.mlm_head = MLMHead(config) if config.mlm_head else None
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
-        self.hook_logits = HookPoint("logits")
         init_weights(self, config)
         self.tie_weights()
-        self._finish()
 
     def tie_weights(self) -> None:
         """The MLM head's output matrix reuses the token embedding (BERT)."""
         if self.config.tie_embeddings and self.mlm_head is not None:
-            self.mlm_head.decoder.weight = self.embed.token.weight
+            self.mlm_head.decoder.weight = self.stack.embed.token.weight
 
     def encode(
         self,
@@ -62,7 +61,7 @@ class EncoderModel(TransformerStack, TransformerModel):
     ) -> torch.Tensor:
         """Contextual token vectors: b t -> b t d."""
         self.check_ids(input_ids)
-        return TransformerStack.forward(self, input_ids, attention_mask, token_type_ids=token_type_ids)
+        return self.stack(input_ids, attention_mask, token_type_ids=token_type_ids, backend=self.attention)
 
     def forward(
         self,

@@ -20,28 +20,25 @@ from torch import nn
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
 from glassformer.models.stack import TransformerStack
-from glassformer.nn.hooks import HookPoint
 from glassformer.nn.init import init_weights
 from glassformer.nn.kv_cache import KVCache
-from glassformer.nn.linear import Linear
 
 
 class EncoderDecoderLM(TransformerModel):
     """Sequence-to-sequence LM.  (source b s, target b t) -> logits b t v."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.shared = nn.Embedding(config.vocab_size, config.d_model)
-        self.encoder = TransformerStack(config, self.shared, n_layers=config.n_layers, causal=False)
-        self.decoder = TransformerStack(
-            config, self.shared, n_layers=config.n_decoder_layers, causal=True, cross=True
+        self.encoder = TransformerStack(
+            config, self.shared, n_layers=config.n_layers, causal=False, name="encoder"
         )
-        self.lm_head = Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
-        self.hook_logits = HookPoint("logits")
+        self.decoder = TransformerStack(
+            config, self.shared, n_layers=config.n_decoder_layers, causal=True, cross=True, name="decoder"
+        )
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
         init_weights(self, config)
         self.tie_weights()
-        self._finish()
 
     def tie_weights(self) -> None:
         """The LM head reuses the token table shared by encoder and decoder."""
@@ -51,7 +48,7 @@ class EncoderDecoderLM(TransformerModel):
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output (the decoder's memory): b s -> b s d."""
         self.check_ids(input_ids)
-        return self.encoder(input_ids, attention_mask)
+        return self.encoder(input_ids, attention_mask, backend=self.attention)
 
     def decode(
         self,
@@ -74,6 +71,7 @@ class EncoderDecoderLM(TransformerModel):
             cache=cache,
             context=memory,
             context_mask=attention_mask,
+            backend=self.attention,
         )
         return self.hook_logits(self.unembed(x))  # b t v
 

@@ -6,7 +6,13 @@
 
 It owns what all its blocks share: the positions of the tokens, the attention masks,
 the RoPE rotation and the ALiBi / T5 position bias (computed once per forward pass,
-not once per layer).
+not once per layer). Every model family is built from stacks: a decoder or an encoder
+has one (``model.stack``), an encoder-decoder two (``model.encoder``, ``model.decoder``).
+
+A stack names its own hook points at construction: ``{name}.blocks.0.attn.q`` with
+``name`` ``"encoder"`` or ``"decoder"`` in an encoder-decoder, and plain
+``blocks.0.attn.q`` for the single stack of a decoder or an encoder (the trace contract
+has no prefix there).
 
 Positions come from the attention mask when one is given, ``pos = cumsum(mask) - 1``,
 so a left-padded prompt's first real token has position 0 as it would alone; with no
@@ -19,9 +25,10 @@ import torch
 from torch import nn
 
 from glassformer.config import ModelConfig
+from glassformer.nn.attention import DEFAULT_BACKEND, AttentionBackend
 from glassformer.nn.blocks import Block
 from glassformer.nn.embeddings import Embeddings
-from glassformer.nn.hooks import HookPoint
+from glassformer.nn.hooks import HookPoint, name_hook_points
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.masks import AttentionMask, build_mask
 from glassformer.nn.norms import make_norm
@@ -39,9 +46,10 @@ class TransformerStack(nn.Module):
         n_layers: int,
         causal: bool,
         cross: bool = False,
+        name: str = "",
     ) -> None:
         super().__init__()
-        self.config, self.causal = config, causal
+        self.config, self.causal, self.name = config, causal, name
         self.embed = Embeddings(config, token)
         self.blocks = nn.ModuleList(Block(config, i, cross=cross) for i in range(n_layers))
         pre_norm = config.norm_placement == "pre"
@@ -53,6 +61,7 @@ class TransformerStack(nn.Module):
         self.relative_bias = (
             T5RelativeBias(config, bidirectional=not causal) if config.positions == "t5_relative" else None
         )
+        self.hook_points = name_hook_points(self, prefix=name)  # name -> HookPoint, forward order
 
     def forward(
         self,
@@ -63,6 +72,7 @@ class TransformerStack(nn.Module):
         cache: KVCache | None = None,
         context: torch.Tensor | None = None,
         context_mask: torch.Tensor | None = None,
+        backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
         """input_ids: b t; attention_mask: b s (1 = token, 0 = padding) over cache + new.
 
@@ -102,7 +112,16 @@ class TransformerStack(nn.Module):
             if context_mask is not None:
                 cross_mask = AttentionMask(context_mask.bool()[:, None, None, :], may_empty_rows=True)
         for block in self.blocks:
-            x = block(x, mask, bias=bias, rope=rope, cache=cache, context=context, context_mask=cross_mask)
+            x = block(
+                x,
+                mask,
+                bias=bias,
+                rope=rope,
+                cache=cache,
+                context=context,
+                context_mask=cross_mask,
+                backend=backend,
+            )
         if cache is not None:
             cache.advance(t)
         return self.hook_final_norm(self.final_norm(x))

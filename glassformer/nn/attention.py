@@ -9,12 +9,20 @@ with B an optional position bias (ALiBi, T5) and M the additive mask (0 where al
 heads are shared by groups of h/g query heads: g = h is multi-head, 1 < g < h grouped-
 query (Ainslie et al., 2023), g = 1 multi-query (Shazeer, 2019).
 
-Two paths compute the same thing:
+The projections are plain ``nn.Linear`` layers. Self-attention computes Q, K and V with
+one matrix, ``qkv_proj`` = [W_Q; W_K; W_V] ((h + 2g) e x d), as nanoGPT's ``c_attn``;
+cross-attention takes Q from the decoder (``q_proj``) and K, V from the encoder output
+(``kv_proj`` = [W_K; W_V]). Checkpoints that store three matrices are joined by the key
+maps of `glassformer.formats`.
+
+Two paths compute the same thing (an `AttentionBackend`, shared by every layer of a
+model and passed into each forward call, chooses):
 
 * explicit — the formula above, step by step; it produces the ``scores`` and
   ``pattern`` activations. The reference.
 * fused — ``torch.nn.functional.scaled_dot_product_attention``; faster and leaner, but
   it never materializes the pattern. Taken whenever no hook asks for scores or pattern.
+  ``tests/test_attention.py`` proves it equal to the explicit path.
 
 Trace names (prefix ``blocks.{i}.attn`` or ``.cross_attn``): ``in`` b t d, ``q`` b h t e,
 ``k``/``v`` b g s e (after RoPE; all keys so far when a cache is used), ``scores``
@@ -31,11 +39,38 @@ from torch.nn import functional as F
 from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
-from glassformer.nn.linear import Linear, fused_linear
 from glassformer.nn.masks import AttentionMask
 from glassformer.nn.positions import Rotation
 
 IMPLEMENTATIONS = ("auto", "explicit", "fused")
+
+
+class AttentionBackend:
+    """Which path a model's attention layers take: ``auto`` (fused unless a hook asks for
+    scores or pattern), ``explicit`` or ``fused``. One object per model, passed into every
+    forward call; `glassformer.fast` extends it."""
+
+    def __init__(self, impl: str = "auto") -> None:
+        if impl not in IMPLEMENTATIONS:
+            raise ValueError(f"impl={impl!r}; allowed values: {', '.join(IMPLEMENTATIONS)}")
+        self.impl = impl
+
+    def attend(self, layer: Attention, q, k, v, mask: AttentionMask | None, bias) -> torch.Tensor:
+        """softmax(QK^T * scale + B + M) V for projected heads.  -> b h t e."""
+        if self.impl == "fused" or (self.impl == "auto" and not layer.wants_pattern):
+            return layer.fused_attention(q, k, v, mask, bias)
+        z, changed = layer.explicit_attention(q, k, v, mask, bias)
+        if self.impl == "auto" and not changed and not layer.training:
+            # Hooks only looked at scores/pattern: take the fused result so that a
+            # traced forward pass returns exactly what an untraced one does.
+            z = layer.fused_attention(q, k, v, mask, bias)
+        return z
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.impl!r})"
+
+
+DEFAULT_BACKEND = AttentionBackend()
 
 
 class Attention(nn.Module):
@@ -47,13 +82,13 @@ class Attention(nn.Module):
         self.n_heads, self.n_kv_heads, self.d_head = h, g, e
         self.layer, self.cross = layer, cross
         self.scale = config.attn_scale if config.attn_scale is not None else e**-0.5
-        self.q_proj = Linear(d, h * e, bias=config.qkv_bias)
-        self.k_proj = Linear(d, g * e, bias=config.qkv_bias)
-        self.v_proj = Linear(d, g * e, bias=config.qkv_bias)
-        self.o_proj = Linear(h * e, d, bias=config.out_bias)
+        if cross:
+            self.q_proj = nn.Linear(d, h * e, bias=config.qkv_bias)  # from the decoder
+            self.kv_proj = nn.Linear(d, 2 * g * e, bias=config.qkv_bias)  # [W_K; W_V], from the encoder
+        else:
+            self.qkv_proj = nn.Linear(d, (h + 2 * g) * e, bias=config.qkv_bias)  # [W_Q; W_K; W_V]
+        self.o_proj = nn.Linear(h * e, d, bias=config.out_bias)
         self.dropout_p = config.attn_dropout
-        self.impl = "auto"  # see IMPLEMENTATIONS; set by the model's attention_impl
-        self._qkv_decode_cache: dict = {}  # the decode fast path of glassformer.nn.linear
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
         self.hook_scores, self.hook_pattern, self.hook_z, self.hook_out = (HookPoint(n) for n in names[4:])
@@ -67,6 +102,7 @@ class Attention(nn.Module):
         bias: torch.Tensor | None = None,
         rope: Rotation | None = None,
         cache: KVCache | None = None,
+        backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
         """x: b t d queries' input; context: b s d for cross-attention (the encoder output)."""
         b, t, _ = x.shape
@@ -78,8 +114,8 @@ class Attention(nn.Module):
                 k, v = cache.cross[self.layer]  # computed once from the encoder output
             else:
                 s = context.shape[1]
-                k = self.k_proj(context).view(b, s, g, e).transpose(1, 2)  # b g s e
-                v = self.v_proj(context).view(b, s, g, e).transpose(1, 2)  # b g s e
+                kv = self.kv_proj(context).view(b, s, 2 * g, e).transpose(1, 2)  # b 2g s e
+                k, v = kv[:, :g], kv[:, g:]  # b g s e each
                 if cache is not None:
                     cache.cross[self.layer] = (k, v)
         else:
@@ -87,49 +123,28 @@ class Attention(nn.Module):
             if cache is not None:
                 k, v = cache.append(self.layer, k, v)  # b g s e, all keys so far
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
-        z = self._attend(q, k, v, mask, bias)  # b t (h e)
+        z = self.hook_z(backend.attend(self, q, k, v, mask, bias))  # b h t e
+        z = z.transpose(1, 2).reshape(b, t, h * e)  # b t (h e): heads concatenated
         return self.hook_out(self.o_proj(z))  # b t d
 
     def _self_projections(self, x: torch.Tensor, rope: Rotation | None):
-        """q, k, v of self-attention with one matrix product: W_Q, W_K, W_V stacked (as
+        """q, k, v of self-attention with one matrix product (W_Q, W_K, W_V stacked, as
         GPT-2's c_attn), then RoPE applied to q and k together.  b t d -> b h t e, b g t e x2."""
         b, t, _ = x.shape
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
-        projections = (self.q_proj, self.k_proj, self.v_proj)
-        qkv = fused_linear(
-            x, [p.weight for p in projections], [p.bias for p in projections], self._qkv_decode_cache
-        )  # b t (h+2g)e
+        qkv = self.qkv_proj(x)  # b t (h+2g)e
         qkv = qkv.view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if rope is not None:
             qk = rope.apply(qk)
         return qk[:, :h], qk[:, h:], v
 
-    def _attend(self, q, k, v, mask: AttentionMask | None, bias: torch.Tensor | None) -> torch.Tensor:
-        """Attention from projected heads to concatenated head outputs: -> b t (h e)."""
-        if torch.is_autocast_enabled("cpu") and q.device.type == "cpu":
-            # CPU attention kernels are slower in bf16 than in fp32 (backward ~5x): keep
-            # attention in fp32 and let autocast speed up the projections around it.
-            with torch.autocast("cpu", enabled=False):
-                return self._attend(q.float(), k.float(), v.float(), mask, bias)
-        b, t = q.shape[0], q.shape[2]
-        if self._explicit():
-            z, changed = self._explicit_attention(q, k, v, mask, bias)
-            if self.impl == "auto" and not changed and not self.training:
-                # Hooks only looked at scores/pattern: take the fused result so that a
-                # traced forward pass returns exactly what an untraced one does.
-                z = self._fused_attention(q, k, v, mask, bias)
-        else:
-            z = self._fused_attention(q, k, v, mask, bias)
-        z = self.hook_z(z)  # b h t e
-        return z.transpose(1, 2).reshape(b, t, self.n_heads * self.d_head)  # b t (h e)
+    @property
+    def wants_pattern(self) -> bool:
+        """Whether a hook reads or replaces the scores or the pattern (only the explicit path has them)."""
+        return self.hook_scores.active or self.hook_pattern.active
 
-    def _explicit(self) -> bool:
-        if self.impl == "auto":
-            return self.hook_scores.active or self.hook_pattern.active
-        return self.impl == "explicit"
-
-    def _explicit_attention(self, q, k, v, mask: AttentionMask | None, bias):
+    def explicit_attention(self, q, k, v, mask: AttentionMask | None, bias):
         """softmax(QK^T * scale + B, masked) V, one step at a time.  -> (b h t e, changed).
 
         ``changed`` tells whether a hook replaced the scores or the pattern.
@@ -155,7 +170,7 @@ class Attention(nn.Module):
         pattern = F.dropout(hooked, self.dropout_p, self.training)
         return pattern @ v, changed  # b h t e
 
-    def _fused_attention(self, q, k, v, mask: AttentionMask | None, bias):
+    def fused_attention(self, q, k, v, mask: AttentionMask | None, bias):
         """The same result through torch's fused kernel.  -> b h t e."""
         allowed = mask.allowed if mask is not None else None
         is_causal = bool(mask is not None and mask.plain_causal and bias is None)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from glassformer.config import ModelConfig
-from glassformer.nn.attention import Attention
+from glassformer.nn.attention import DEFAULT_BACKEND, Attention, AttentionBackend
 from glassformer.nn.ffn import FeedForward
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
@@ -61,16 +61,21 @@ class Block(nn.Module):
         cache: KVCache | None = None,
         context: torch.Tensor | None = None,
         context_mask: AttentionMask | None = None,
+        backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
         x = self.hook_resid_mid(
-            self._sublayer(x, self.attn_norm, lambda y: self.attn(y, mask, bias=bias, rope=rope, cache=cache))
+            self._sublayer(
+                x,
+                self.attn_norm,
+                lambda y: self.attn(y, mask, bias=bias, rope=rope, cache=cache, backend=backend),
+            )
         )
         if self.cross_attn is not None:
             x = self.hook_resid_cross(
                 self._sublayer(
                     x,
                     self.cross_norm,
-                    lambda y: self.cross_attn(y, context_mask, context=context, cache=cache),
+                    lambda y: self.cross_attn(y, context_mask, context=context, cache=cache, backend=backend),
                 )
             )
         return self.hook_resid_post(self._sublayer(x, self.ffn_norm, self.ffn))

@@ -22,7 +22,6 @@ from torch.nn import functional as F
 
 from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
-from glassformer.nn.linear import Linear, fused_linear
 
 ACTIVATION_FNS = {
     "relu": F.relu,
@@ -43,24 +42,18 @@ class FeedForward(nn.Module):
         d, f, bias = config.d_model, config.d_ff, config.ffn_bias
         self.gated = config.gated
         self.act_fn = ACTIVATION_FNS[config.activation]
-        self.up_proj = Linear(d, f, bias=bias)
-        self.gate_proj = Linear(d, f, bias=bias) if self.gated else None
-        self.down_proj = Linear(f, d, bias=bias)
+        self.up_proj = nn.Linear(d, f, bias=bias)
+        self.gate_proj = nn.Linear(d, f, bias=bias) if self.gated else None
+        self.down_proj = nn.Linear(f, d, bias=bias)
         self.dropout = nn.Dropout(config.ffn_dropout)
-        self._gate_up_decode_cache: dict = {}  # the decode fast path of glassformer.nn.linear
         self.hook_in, self.hook_hidden = HookPoint("in"), HookPoint("hidden")
         self.hook_act, self.hook_out = HookPoint("act"), HookPoint("out")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.hook_in(x)  # b t d
         if self.gate_proj is not None:
-            projections = (self.gate_proj, self.up_proj)
-            gate_up = fused_linear(
-                x, [p.weight for p in projections], [p.bias for p in projections], self._gate_up_decode_cache
-            )  # b t 2f: [x W_gate, x W_up] in one product
-            gate, up = gate_up.chunk(2, dim=-1)  # b t f each
-            hidden = self.hook_hidden(gate)  # b t f
-            act = self.hook_act(self.act_fn(hidden) * up)  # b t f
+            hidden = self.hook_hidden(self.gate_proj(x))  # b t f: x W_gate
+            act = self.hook_act(self.act_fn(hidden) * self.up_proj(x))  # b t f
         else:
             hidden = self.hook_hidden(self.up_proj(x))  # b t f
             act = self.hook_act(self.act_fn(hidden))  # b t f

@@ -87,13 +87,19 @@ def _forward_rank(name: str) -> tuple[int, ...]:
     return tuple(int(seg) if seg.isdigit() else _FORWARD_ORDER.get(seg, 99) for seg in name.split("."))
 
 
-def name_hook_points(model: nn.Module) -> dict[str, HookPoint]:
-    """Give every hook point its full dotted name; return them by name, in forward order."""
+def name_hook_points(module: nn.Module, prefix: str = "") -> dict[str, HookPoint]:
+    """Give every hook point under ``module`` its dotted name (its module path, after
+    ``prefix``); return them by name, in forward order."""
     points: dict[str, HookPoint] = {}
-    for prefix, module in model.named_modules():
-        for point in _local_points(module):
-            point.name = f"{prefix}.{point.local}" if prefix else point.local
+    for path, child in module.named_modules():
+        for point in _local_points(child):
+            point.name = ".".join(part for part in (prefix, path, point.local) if part)
             points[point.name] = point
+    return sort_forward(points)
+
+
+def sort_forward(points: Mapping[str, HookPoint]) -> dict[str, HookPoint]:
+    """``points`` ordered as the data flows through the model."""
     return {name: points[name] for name in sorted(points, key=_forward_rank)}
 
 

@@ -6,7 +6,8 @@
 * ``xavier`` (Glorot & Bengio, 2010): uniform with variance 2 / (fan_in + fan_out) for
   matrices, N(0, std) for embeddings.
 
-Biases start at zero, norm gains at one.
+Biases start at zero, norm gains at one. A fused projection ([W_Q; W_K; W_V] in
+``qkv_proj``, [W_K; W_V] in ``kv_proj``) is initialized as the separate matrices it holds.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from glassformer.nn.positions import LearnedPositions, T5RelativeBias
 RESIDUAL_PROJECTIONS = ("o_proj", "down_proj")
 
 
+def _blocks(name: str, config: ModelConfig) -> list[int]:
+    """Output rows of each matrix a projection holds: [h e, g e, g e] for ``qkv_proj``."""
+    q, kv = config.n_heads * config.d_head, config.n_kv_heads * config.d_head
+    return {"qkv_proj": [q, kv, kv], "kv_proj": [kv, kv]}.get(name, [])
+
+
 def init_weights(model: nn.Module, config: ModelConfig) -> None:
     """Initialize every parameter of ``model`` in place, following ``config.init``."""
     depth = config.n_layers + (config.n_decoder_layers if config.family == "encoder_decoder" else 0)
@@ -29,7 +36,9 @@ def init_weights(model: nn.Module, config: ModelConfig) -> None:
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear):
             if config.init == "xavier":
-                nn.init.xavier_uniform_(module.weight)
+                rows = _blocks(name.rsplit(".", 1)[-1], config) or [module.out_features]
+                for matrix in module.weight.split(rows):
+                    nn.init.xavier_uniform_(matrix)
             else:
                 is_residual = name.rsplit(".", 1)[-1] in RESIDUAL_PROJECTIONS
                 nn.init.normal_(module.weight, 0.0, residual_std if is_residual else config.init_std)

@@ -1,12 +1,17 @@
 """The one interface every tokenizer implements, and batch encoding on top of it.
 
-    tok.encode("text", allowed_special=...) -> list[int]
+    tok.encode("text", allowed_special=..., disallowed_special=...) -> list[int]
     tok.decode(ids) -> str
     tok.tokens("text") -> list[str]          one display string per token
     tok.offsets("text") -> list[(start, end)]   character span of each token in the text
     tok.explain("text") -> list[dict]        JSON-able data: how the text was split
     tok.vocab_size, tok.special_tokens, tok.save(path)
     tok.encode_batch(texts, padding=..., max_length=..., truncation=...) -> BatchEncoding
+
+``encode``, ``offsets``, ``explain`` and ``tokens`` treat the spelling of a special token in
+the text by one rule for every tokenizer (tiktoken's; `glassformer.tokenizers.special`): by
+default it is an error; ``allowed_special`` names those that become their id,
+``disallowed_special="none"`` lets the rest be ordinary text.
 
 Our own file format is one JSON object (written atomically)::
 

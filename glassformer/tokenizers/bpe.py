@@ -2,11 +2,12 @@
 
 How ``encode`` turns a text into ids:
 
-1. special tokens such as ``<|endoftext|>`` are cut out first (only those you allow);
+1. special tokens such as ``<|endoftext|>`` are cut out first (only those you allow; the rule
+   for every tokenizer, tiktoken's, is in `glassformer.tokenizers.special`);
 2. the pre-tokenizer regex cuts the rest into pieces (`glassformer.tokenizers.pretokenize`);
 3. a piece's UTF-8 bytes start as one part per byte; the adjacent pair with the lowest rank is
    merged into one part, again and again, until no adjacent pair has a rank (Sennrich et al.
-   2016, on bytes as in GPT-2);
+   2016, on bytes as in GPT-2; the loop is `glassformer.tokenizers.bpe_merge`);
 4. every final part is a token of the vocabulary: its id is the output.
 
 A pair's rank comes from one of two sources, as in the two reference implementations:
@@ -25,30 +26,30 @@ A pair's rank comes from one of two sources, as in the two reference implementat
 
 Where we differ from tiktoken on purpose: a lone surrogate ("\\ud800") is a ValueError (tiktoken
 silently turns it into U+FFFD); a custom regex that skips characters is a ValueError (tiktoken
-drops them); ``allowed_special="<|endoftext|>"`` (a string, not a set) is a ValueError. The
+drops them); a special-token option that names no special token, or is one string such as
+``allowed_special="<|endoftext|>"``, is a ValueError (`glassformer.tokenizers.special`). The
 ``regex`` package's Unicode tables may be newer than tiktoken's: characters added to Unicode
 recently can be pre-tokenized differently (ids differ, decoding still round-trips).
 """
 
 from __future__ import annotations
 
-import heapq
-import re
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from glassformer.tokenizers.base import Tokenizer
-from glassformer.tokenizers.byte_unicode import bytes_to_unicode, unicode_to_bytes
+from glassformer.tokenizers.bpe_files import read_gpt2_files, read_js_tiktoken, read_tiktoken
+from glassformer.tokenizers.bpe_merge import SINGLE_BYTES, merge, pair_ranker
+from glassformer.tokenizers.byte_unicode import (
+    bytes_to_unicode,
+    reject_surrogates,
+    split_merge,
+    unicode_to_bytes,
+)
 from glassformer.tokenizers.pretokenize import PATTERNS, check_covers, compile_pattern, pattern_name, split
-
-NO_MERGE = 1 << 62  # the rank of a pair that never merges
-LONG_PIECE = 256  # pieces longer than this (in bytes) merge with a heap: O(n log n), not O(n^2)
-SINGLE_BYTES = [bytes([b]) for b in range(256)]
-SURROGATE = re.compile("[\ud800-\udfff]")
-
-SpecialPolicy = Literal["all"] | Collection[str]
+from glassformer.tokenizers.special import SpecialOption, resolve_special, split_special
 
 
 class _PieceCache(dict):
@@ -91,13 +92,7 @@ class ByteBPE(Tokenizer):
             raise ValueError(f"pad_token_id={pad_token_id} is not an id of this vocabulary")
         self.pad_token_id = pad_token_id
         self._vocab_size = max(self.decoder) + 1
-        ranks: dict[Any, int]
-        if self.merges is None:
-            ranks = self.vocab
-            self._pair_rank = lambda a, b: ranks.get(a + b, NO_MERGE)
-        else:
-            ranks = {pair: rank for rank, pair in reversed(list(enumerate(self.merges)))}
-            self._pair_rank = lambda a, b: ranks.get((a, b), NO_MERGE)
+        self.pair_rank = pair_ranker(self.vocab, self.merges)  # (a, b) -> rank, NO_MERGE if never
         self._cache = _PieceCache(self._encode_piece)
 
     def _validate(self) -> None:
@@ -124,67 +119,25 @@ class ByteBPE(Tokenizer):
         ranking = "tiktoken ranks" if self.merges is None else f"{len(self.merges)} merges"
         return f"ByteBPE(vocab_size={self.vocab_size}, {ranking}, pattern={self.pattern!r})"
 
-    # --- the merge loop -------------------------------------------------------------------
+    # --- one piece -------------------------------------------------------------------------
 
     def merge(self, parts: list[bytes], steps: list[dict] | None = None) -> list[bytes]:
-        """Merge adjacent parts, lowest rank first (leftmost on ties), until no pair has a rank.
+        """Merge adjacent parts, lowest rank first (leftmost on ties), until no pair has a rank
+        (`glassformer.tokenizers.bpe_merge.merge`).
 
         >>> ByteBPE({bytes([b]): b for b in range(256)} | {b"ab": 256}).merge([b"a", b"b", b"c"])
         [b'ab', b'c']
         """
-        if steps is None and len(parts) > LONG_PIECE:
-            return self._merge_with_heap(parts)
-        parts, pair_rank = list(parts), self._pair_rank
-        ranks = [pair_rank(a, b) for a, b in zip(parts, parts[1:], strict=False)]  # ranks[i]: parts i, i+1
-        while ranks:
-            best = min(ranks)
-            if best == NO_MERGE:
-                break
-            i = ranks.index(best)
-            if steps is not None:
-                steps.append({"merge": [parts[i], parts[i + 1]], "rank": best})
-            parts[i : i + 2] = [parts[i] + parts[i + 1]]
-            del ranks[i]
-            if i < len(ranks):
-                ranks[i] = pair_rank(parts[i], parts[i + 1])
-            if i > 0:
-                ranks[i - 1] = pair_rank(parts[i - 1], parts[i])
-            if steps is not None:
-                steps[-1]["parts"] = list(parts)
-        return parts
-
-    def _merge_with_heap(self, parts: list[bytes]) -> list[bytes]:
-        """`merge` for long pieces: the same order of merges, from a heap of (rank, position).
-
-        A heap entry is stale once either part has changed since it was pushed; part versions
-        tell (version -1: merged into its left neighbour).
-        """
-        parts, pair_rank, n = list(parts), self._pair_rank, len(parts)
-        next_, prev, version = list(range(1, n + 1)), list(range(-1, n - 1)), [0] * n
-        heap = [(pair_rank(parts[i], parts[i + 1]), i, i + 1, 0, 0) for i in range(n - 1)]
-        heap = [entry for entry in heap if entry[0] != NO_MERGE]
-        heapq.heapify(heap)
-        while heap:
-            _, i, j, version_i, version_j = heapq.heappop(heap)
-            if version[i] != version_i or version[j] != version_j:
-                continue
-            parts[i] += parts[j]
-            version[i] += 1
-            version[j] = -1
-            k = next_[i] = next_[j]
-            if k < n:
-                prev[k] = i
-            for left, right in ((prev[i], i), (i, k)):
-                if 0 <= left and right < n and (rank := pair_rank(parts[left], parts[right])) != NO_MERGE:
-                    heapq.heappush(heap, (rank, left, right, version[left], version[right]))
-        return [part for part, v in zip(parts, version, strict=True) if v >= 0]
+        return merge(parts, self.pair_rank, steps)
 
     def _encode_piece(self, piece: str) -> list[int]:
         data = piece.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError, caught in encode
         if self.merges is None and data in self.vocab:
             return [self.vocab[data]]  # tiktoken's rule: a piece that is a token is taken whole
         try:
-            return [self.vocab[part] for part in self.merge(list(map(SINGLE_BYTES.__getitem__, data)))]
+            return [
+                self.vocab[part] for part in merge(list(map(SINGLE_BYTES.__getitem__, data)), self.pair_rank)
+            ]
         except KeyError as error:
             # Some vocabularies (SmolLM2) lack a few bytes that valid UTF-8 rarely or never uses.
             raise ValueError(
@@ -195,44 +148,11 @@ class ByteBPE(Tokenizer):
     # --- special tokens -------------------------------------------------------------------
 
     def _segments(
-        self, text: str, allowed_special: SpecialPolicy, disallowed_special: SpecialPolicy
+        self, text: str, allowed_special: SpecialOption, disallowed_special: SpecialOption
     ) -> list[tuple[int, str, bool]]:
         """``text`` cut at allowed special tokens: [(start, chunk, is_special), ...]."""
-        if not isinstance(text, str):
-            hint = " (decode it first: data.decode('utf-8'))" if isinstance(text, bytes | bytearray) else ""
-            raise TypeError(f"encode() takes a str, got {type(text).__name__}{hint}")
-        every = frozenset(self.special_tokens)
-        allowed = self._special_set(allowed_special, "allowed_special", every)
-        disallowed = self._special_set(disallowed_special, "disallowed_special", every - allowed)
-        if disallowed and (found := _special_regex(disallowed).search(text)):
-            raise ValueError(
-                f"the text contains {found.group()!r} (at character {found.start()}), the text of special "
-                f"token {self.special_tokens[found.group()]}. To encode it as that special token pass "
-                f"allowed_special={{{found.group()!r}}} (or allowed_special='all'); to encode it as "
-                "ordinary text pass disallowed_special=()."
-            )
-        segments, position = [], 0
-        for found in _special_regex(allowed).finditer(text) if allowed else ():
-            if found.start() > position:
-                segments.append((position, text[position : found.start()], False))
-            segments.append((found.start(), found.group(), True))
-            position = found.end()
-        if position < len(text):
-            segments.append((position, text[position:], False))
-        return segments
-
-    def _special_set(self, value: SpecialPolicy, name: str, everything: frozenset[str]) -> frozenset[str]:
-        if value == "all":
-            return everything
-        if isinstance(value, str):
-            raise ValueError(f"{name} must be 'all' or a set of special tokens, e.g. {name}={{{value!r}}}")
-        chosen = frozenset(value)
-        if unknown := chosen - set(self.special_tokens):
-            known = ", ".join(map(repr, self.special_tokens)) or "none"
-            raise ValueError(
-                f"{name} names {sorted(unknown)}, not special tokens of this tokenizer (has: {known})"
-            )
-        return chosen
+        policy = resolve_special(self.special_tokens, allowed_special, disallowed_special)
+        return [(start, text[start:end], special) for start, end, special in split_special(text, policy)]
 
     # --- the Tokenizer interface ----------------------------------------------------------
 
@@ -240,14 +160,14 @@ class ByteBPE(Tokenizer):
         self,
         text: str,
         *,
-        allowed_special: SpecialPolicy = frozenset(),
-        disallowed_special: SpecialPolicy = "all",
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[int]:
-        """Token ids of ``text``, with tiktoken's rules for special tokens.
+        """Token ids of ``text``, with tiktoken's rule for special tokens (`glassformer.tokenizers.special`).
 
         By default the text of a special token (``"<|endoftext|>"``) is an error: pass
         ``allowed_special={"<|endoftext|>"}`` (or ``"all"``) to turn it into its one id, or
-        ``disallowed_special=()`` to encode it like any other text.
+        ``disallowed_special="none"`` (tiktoken: ``()``) to encode it like any other text.
 
         >>> tok = ByteBPE({bytes([b]): b for b in range(256)}, special_tokens={"<|end|>": 256})
         >>> tok.encode("hi<|end|>", allowed_special="all")
@@ -264,7 +184,7 @@ class ByteBPE(Tokenizer):
                     check_covers(chunk, pieces, self.pattern)
                 ids += chain.from_iterable(map(self._cache.__getitem__, pieces))
         except UnicodeEncodeError:
-            _reject_surrogates(text)
+            reject_surrogates(text)
             raise
         return ids
 
@@ -298,10 +218,10 @@ class ByteBPE(Tokenizer):
         except UnicodeDecodeError:
             return bytes_to_unicode(data)
 
-    def _pieces(self, text: str, allowed_special: SpecialPolicy, disallowed_special: SpecialPolicy):
+    def _pieces(self, text: str, allowed_special: SpecialOption, disallowed_special: SpecialOption):
         """(start, piece, is_special) for every special token and pre-token of ``text``."""
         segments = self._segments(text, allowed_special, disallowed_special)
-        _reject_surrogates(text)
+        reject_surrogates(text)
         for start, chunk, special in segments:
             if special:
                 yield start, chunk, True
@@ -316,8 +236,8 @@ class ByteBPE(Tokenizer):
         self,
         text: str,
         *,
-        allowed_special: SpecialPolicy = frozenset(),
-        disallowed_special: SpecialPolicy = "all",
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[tuple[int, int]]:
         """(start, end) character span of every token of ``encode(text)``.
 
@@ -346,8 +266,8 @@ class ByteBPE(Tokenizer):
         self,
         text: str,
         *,
-        allowed_special: SpecialPolicy = frozenset(),
-        disallowed_special: SpecialPolicy = "all",
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[dict[str, Any]]:
         """How each pre-token was merged, as JSON-able dicts (the data of the BPE lessons).
 
@@ -414,52 +334,16 @@ class ByteBPE(Tokenizer):
         cls, encoder_json: str | Path, vocab_bpe: str | Path, pattern: str = "gpt2"
     ) -> ByteBPE:
         """GPT-2's own encoder.json + vocab.bpe (see `glassformer.tokenizers.bpe_files`)."""
-        from glassformer.tokenizers.bpe_files import read_gpt2_files
-
-        return read_gpt2_files(encoder_json, vocab_bpe, pattern)
+        return cls(**read_gpt2_files(encoder_json, vocab_bpe, pattern)._asdict())
 
     @classmethod
     def from_tiktoken(
         cls, path: str | Path, pattern: str, special_tokens: dict[str, int] | None = None
     ) -> ByteBPE:
         """A tiktoken .tiktoken rank file (see `glassformer.tokenizers.bpe_files`)."""
-        from glassformer.tokenizers.bpe_files import read_tiktoken
-
-        return read_tiktoken(path, pattern, special_tokens)
+        return cls(**read_tiktoken(path, pattern, special_tokens)._asdict())
 
     @classmethod
     def from_js_tiktoken(cls, path: str | Path) -> ByteBPE:
         """A js-tiktoken ranks file (see `glassformer.tokenizers.bpe_files`)."""
-        from glassformer.tokenizers.bpe_files import read_js_tiktoken
-
-        return read_js_tiktoken(path)
-
-
-def _reject_surrogates(text: str) -> None:
-    if found := SURROGATE.search(text):
-        raise ValueError(
-            f"the text has a lone surrogate {found.group()!r} at character {found.start()}: it is not a "
-            "Unicode character and has no UTF-8 bytes (it often comes from errors='surrogateescape' or a "
-            "broken UTF-16 pair); repair the text first, e.g. text.encode('utf-8', 'replace').decode()"
-        )
-
-
-BYTE_CHARS = frozenset(bytes_to_unicode(bytes(range(256))))
-
-
-def split_merge(line: str) -> tuple[bytes, bytes]:
-    parts = line.split(" ")
-    if len(parts) != 2:
-        raise ValueError(f"a merge is two byte-level tokens separated by one space, got {line!r}")
-    return unicode_to_bytes(parts[0]), unicode_to_bytes(parts[1])
-
-
-_special_regex_cache: dict[frozenset[str], re.Pattern] = {}
-
-
-def _special_regex(tokens: frozenset[str]) -> re.Pattern:
-    """One regex matching any of the tokens; the longest first, so "<|a|>b" wins over "<|a|>"."""
-    if tokens not in _special_regex_cache:
-        alternatives = sorted(tokens, key=lambda token: (-len(token), token))
-        _special_regex_cache[tokens] = re.compile("|".join(map(re.escape, alternatives)))
-    return _special_regex_cache[tokens]
+        return cls(**read_js_tiktoken(path)._asdict())

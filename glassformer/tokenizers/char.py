@@ -26,13 +26,13 @@ where it is); configure ``unk_token`` to map every unknown character to one id i
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from glassformer.tokenizers.base import Tokenizer
+from glassformer.tokenizers.special import SpecialOption, resolve_special, split_special
 
 
 def _describe(char: str) -> str:
@@ -40,37 +40,12 @@ def _describe(char: str) -> str:
     return f"{char!r} (U+{ord(char):04X})"
 
 
-def resolve_allowed_special(allowed_special: str | Iterable[str], special_tokens: dict[str, int]) -> set[str]:
-    """Which special-token strings to recognize in text: "all", "none", or a collection of them."""
-    if allowed_special == "all":
-        return set(special_tokens)
-    if allowed_special == "none":
-        return set()
-    if isinstance(allowed_special, str):
-        raise ValueError(
-            f"allowed_special={allowed_special!r}; pass 'all', 'none' or a set of special tokens"
-        )
-    allowed = set(allowed_special)
-    unknown = sorted(allowed - set(special_tokens))
-    if unknown:
-        raise ValueError(
-            f"allowed_special names {unknown}, which are not special tokens of this tokenizer; "
-            f"its special tokens: {sorted(special_tokens)}"
-        )
-    return allowed
-
-
-def special_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
-    """A regex matching any of ``tokens``, the longest first where two start at one place."""
-    tokens = sorted(tokens, key=len, reverse=True)
-    return re.compile("|".join(re.escape(t) for t in tokens)) if tokens else None
-
-
 class CharTokenizer(Tokenizer):
     """Token = character; ids ``0 .. len(chars)-1`` for ``chars``, then the special tokens.
 
     ``unk_token`` and ``pad_token`` (strings such as ``"<unk>"``) become special tokens
-    too. Special tokens are matched in the text only where ``encode`` allows them.
+    too. A special token's spelling in the text follows `glassformer.tokenizers.special`:
+    an error unless ``allowed_special`` (its id) or ``disallowed_special="none"`` (characters).
     """
 
     kind: ClassVar[str] = "char"
@@ -128,17 +103,18 @@ class CharTokenizer(Tokenizer):
     def vocab_size(self) -> int:
         return len(self.chars) + len(self.special_tokens)
 
-    def _pieces(self, text: str, allowed_special: str | Iterable[str]) -> list[tuple[int, int, int, str]]:
+    def _pieces(
+        self, text: str, allowed_special: SpecialOption, disallowed_special: SpecialOption
+    ) -> list[tuple[int, int, int, str]]:
         """(id, start, end, rule) for each token of ``text``; rule: character, special or unknown."""
-        allowed = resolve_allowed_special(allowed_special, self.special_tokens)
-        pattern = special_pattern(allowed)
+        policy = resolve_special(self.special_tokens, allowed_special, disallowed_special)
         pieces: list[tuple[int, int, int, str]] = []
-        position = 0
-        for match in pattern.finditer(text) if pattern else ():
-            pieces += self._char_pieces(text, position, match.start())
-            pieces.append((self.special_tokens[match.group()], match.start(), match.end(), "special"))
-            position = match.end()
-        return pieces + self._char_pieces(text, position, len(text))
+        for start, end, special in split_special(text, policy):
+            if special:
+                pieces.append((self.special_tokens[text[start:end]], start, end, "special"))
+            else:
+                pieces += self._char_pieces(text, start, end)
+        return pieces
 
     def _char_pieces(self, text: str, start: int, end: int) -> list[tuple[int, int, int, str]]:
         pieces = []
@@ -156,13 +132,17 @@ class CharTokenizer(Tokenizer):
             pieces.append((token_id, position, position + 1, rule))
         return pieces
 
-    def encode(self, text: str, allowed_special: str | Iterable[str] = "none") -> list[int]:
-        """Ids of ``text``; ``allowed_special="all"`` (or a set) matches special-token strings."""
-        return [token_id for token_id, *_ in self._pieces(text, allowed_special)]
+    def encode(
+        self, text: str, *, allowed_special: SpecialOption = "none", disallowed_special: SpecialOption = "all"
+    ) -> list[int]:
+        """Ids of ``text``: one per character, one per allowed special token."""
+        return [token_id for token_id, *_ in self._pieces(text, allowed_special, disallowed_special)]
 
-    def offsets(self, text: str, allowed_special: str | Iterable[str] = "none") -> list[tuple[int, int]]:
+    def offsets(
+        self, text: str, *, allowed_special: SpecialOption = "none", disallowed_special: SpecialOption = "all"
+    ) -> list[tuple[int, int]]:
         """(i, i + 1) for each character; a special token spans its string."""
-        return [(start, end) for _, start, end, _ in self._pieces(text, allowed_special)]
+        return [(start, end) for _, start, end, _ in self._pieces(text, allowed_special, disallowed_special)]
 
     def decode(self, ids: Sequence[int]) -> str:
         """The characters of ``ids`` joined; special tokens (``<unk>`` too) appear as their strings."""
@@ -177,7 +157,9 @@ class CharTokenizer(Tokenizer):
             f"token id {token_id} is out of range: this tokenizer has ids 0 .. {self.vocab_size - 1}"
         )
 
-    def explain(self, text: str, allowed_special: str | Iterable[str] = "none") -> list[dict[str, Any]]:
+    def explain(
+        self, text: str, *, allowed_special: SpecialOption = "none", disallowed_special: SpecialOption = "all"
+    ) -> list[dict[str, Any]]:
         """One entry per token: the text it covers, its id, and the rule that chose it.
 
         >>> step = CharTokenizer.from_text("ab").explain("b")[0]
@@ -185,7 +167,7 @@ class CharTokenizer(Tokenizer):
         ('b', [1], 'character', 'LATIN SMALL LETTER B')
         """
         steps = []
-        for token_id, start, end, rule in self._pieces(text, allowed_special):
+        for token_id, start, end, rule in self._pieces(text, allowed_special, disallowed_special):
             piece = text[start:end]
             detail = {"rule": rule}
             if rule != "special":

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from glassformer.tokenizers.bpe import ByteBPE
 from glassformer.tokenizers.byte_unicode import unicode_to_bytes
 
 # llama.cpp's `tokenizer.ggml.pre` names -> our pattern names. Only those checked against a
@@ -58,10 +59,8 @@ class GGUFTokenizer:
     add_bos_token: bool | None = None
     chat_template: str | None = None
 
-    def tokenizer(self, pattern: str | None = None):
+    def tokenizer(self, pattern: str | None = None) -> ByteBPE:
         """The `ByteBPE`; ``pattern`` overrides the one named by ``tokenizer.ggml.pre``."""
-        from glassformer.tokenizers.bpe import ByteBPE
-
         if self.model != "gpt2":
             raise ValueError(
                 f"{self.source}: tokenizer.ggml.model={self.model!r} is not supported; glassformer "
@@ -155,6 +154,6 @@ def read_gguf_tokenizer(source) -> GGUFTokenizer:
     )
 
 
-def from_gguf(source, pattern: str | None = None):
+def from_gguf(source, pattern: str | None = None) -> ByteBPE:
     """The `ByteBPE` of a GGUF file (a path or an open ``gguf.GGUFReader``)."""
     return read_gguf_tokenizer(source).tokenizer(pattern)

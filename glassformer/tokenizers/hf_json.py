@@ -28,6 +28,7 @@ from typing import Any
 
 from glassformer.atomic import write_text_atomic
 from glassformer.tokenizers.base import Tokenizer
+from glassformer.tokenizers.bpe import ByteBPE
 from glassformer.tokenizers.byte_unicode import bytes_to_unicode, unicode_to_bytes
 from glassformer.tokenizers.wordpiece import WordPiece
 
@@ -154,9 +155,7 @@ def _pattern(pre: dict[str, Any] | None, source: str) -> str:
     raise _unsupported(source, "pre_tokenizer", pre, expected)
 
 
-def _byte_bpe(data: dict[str, Any], source: str):
-    from glassformer.tokenizers.bpe import ByteBPE
-
+def _byte_bpe(data: dict[str, Any], source: str) -> ByteBPE:
     model = data["model"]
     for option, harmless in (
         ("dropout", (None, 0, 0.0)),
@@ -204,8 +203,6 @@ def _merge(entry: str | list[str], source: str) -> tuple[bytes, bytes]:
 def to_hf_dict(tok) -> dict[str, Any]:
     """A `ByteBPE` or `WordPiece` as the contents of an HF ``tokenizer.json``
     (``tokenizers.Tokenizer.from_str``)."""
-    from glassformer.tokenizers.bpe import ByteBPE
-
     if isinstance(tok, WordPiece):
         return _wordpiece_dict(tok)
     if not isinstance(tok, ByteBPE):

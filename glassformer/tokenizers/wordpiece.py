@@ -3,14 +3,18 @@
 1. **Clean and normalize** each character (HF ``BertNormalizer``): drop NUL, U+FFFD and
    control/format characters; turn whitespace into spaces; put spaces around CJK
    ideographs; when lowercasing, also strip accents (NFD, then drop the combining marks,
-   category Mn) and lowercase.
+   category Mn) and lowercase (`glassformer.tokenizers.bert_normalize`).
 2. **Split into words** on whitespace, with every punctuation character a word of its own.
 3. **WordPiece** each word: take the longest vocabulary entry that starts the word, then
    the longest ``##``-prefixed entry that continues it, and so on; a word that cannot be
    covered (or is longer than ``max_input_chars_per_word``) becomes one ``[UNK]``.
 
 Every normalized character remembers the original character it came from, so token
-offsets point into the text as given (before lowercasing and accent stripping).
+offsets point into the text as given (before lowercasing and accent stripping). The
+spelling of a special token in the text ("[MASK]") follows the rule of every tokenizer
+(`glassformer.tokenizers.special`): an error unless allowed (``allowed_special="all"``: its
+id, as HF does) or turned into text (``disallowed_special="none"``). The [CLS] and [SEP]
+that ``add_special_tokens`` puts around the text are not text and do not depend on it.
 
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "cafe", "!"]
     >>> tok = WordPiece(vocab)
@@ -29,97 +33,14 @@ details (order of the normalization steps, offsets, decoding) follow HF ``tokeni
 
 from __future__ import annotations
 
-import string
-import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from glassformer.tokenizers.base import Tokenizer
-from glassformer.tokenizers.char import resolve_allowed_special, special_pattern
-
-# The Unicode White_Space property (what HF's Rust `char::is_whitespace` tests).
-WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
-    chr(c) for c in range(0x2000, 0x200B)
-)
-# CJK Unified Ideographs blocks, as in google-research/bert (HF `tokenizers` starts the
-# Extension E range at U+2B920 instead of U+2B820: 256 characters differ).
-CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
-def is_control(char: str) -> bool:
-    """Removed by cleaning: control, format and private-use characters (not tab/newline/CR).
-
-    Unassigned code points (Cn) are kept, as HF ``tokenizers`` keeps them.
-    """
-    return char not in "\t\n\r" and unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs")
-
-
-def is_punctuation(char: str) -> bool:
-    """BERT's punctuation: all ASCII non-alphanumeric symbols ($, +, ^, ...) and Unicode P*."""
-    return char in string.punctuation or unicodedata.category(char).startswith("P")
-
-
-def is_cjk(char: str) -> bool:
-    return any(low <= ord(char) <= high for low, high in CJK_RANGES)
-
-
-def normalize(
-    text: str, clean_text: bool = True, cjk: bool = True, strip_accents: bool = True, lowercase: bool = True
-) -> tuple[str, list[int]]:
-    """BERT's normalization, and for each output character the index of its source character.
-
-    >>> normalize("Café 中!")
-    ('cafe  中 !', [0, 1, 2, 3, 4, 5, 5, 5, 6])
-    """
-    out: list[str] = []
-    origin: list[int] = []
-    for index, char in enumerate(text):
-        if clean_text:
-            if char in "\x00\ufffd" or is_control(char):
-                continue
-            char = " " if char in WHITESPACE else char
-        pieces = f" {char} " if cjk and is_cjk(char) else char
-        if strip_accents:  # before lowercasing, as HF does (the original BERT lowercases first)
-            decomposed = unicodedata.normalize("NFD", pieces)
-            pieces = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
-        if lowercase:
-            # one character at a time, so no context rule applies: 'Σ' -> 'σ' even word-finally
-            pieces = "".join(c.lower() for c in pieces)
-        out.append(pieces)
-        origin += [index] * len(pieces)
-    return "".join(out), origin
-
-
-def split_words(normalized: str) -> list[tuple[int, int]]:
-    """(start, end) of each word: split on whitespace, each punctuation character alone.
-
-    >>> split_words("hi, you")
-    [(0, 2), (2, 3), (4, 7)]
-    """
-    words, start = [], None
-    for i, char in enumerate(normalized):
-        if char in WHITESPACE or is_punctuation(char):
-            if start is not None:
-                words.append((start, i))
-                start = None
-            if char not in WHITESPACE:
-                words.append((i, i + 1))
-        elif start is None:
-            start = i
-    if start is not None:
-        words.append((start, len(normalized)))
-    return words
+from glassformer.tokenizers.bert_normalize import normalize, split_words
+from glassformer.tokenizers.special import SpecialOption, SpecialPolicy, resolve_special, split_special
 
 
 class Piece(NamedTuple):
@@ -232,18 +153,12 @@ class WordPiece(Tokenizer):
                 return None
         return pieces
 
-    def _segment(self, text: str, allowed: set[str], type_id: int, first_word: int) -> list[Piece]:
+    def _segment(self, text: str, policy: SpecialPolicy, type_id: int, first_word: int) -> list[Piece]:
         """The pieces of one text: special tokens where allowed, WordPiece for the rest."""
         pieces: list[Piece] = []
-        chunks, position = [], 0
-        pattern = special_pattern(allowed)
-        for match in pattern.finditer(text) if pattern else ():
-            chunks += [(position, match.start()), (match.start(), match.end())]
-            position = match.end()
-        chunks.append((position, len(text)))
         word_index = first_word
-        for n, (chunk_start, chunk_end) in enumerate(chunks):
-            if n % 2:  # a special token in the text keeps its real offsets (HF does the same)
+        for chunk_start, chunk_end, special in split_special(text, policy, "pair" if type_id else "text"):
+            if special:  # a special token in the text keeps its real offsets (HF does the same)
                 token_id = self.special_tokens[text[chunk_start:chunk_end]]
                 pieces.append(Piece(token_id, chunk_start, chunk_end, type_id, -1))
                 continue
@@ -278,15 +193,16 @@ class WordPiece(Tokenizer):
     def _pieces(
         self,
         text: str,
-        pair: str | None = None,
-        add_special_tokens: bool = True,
-        allowed_special: str | Iterable[str] = "all",
+        pair: str | None,
+        add_special_tokens: bool,
+        allowed_special: SpecialOption,
+        disallowed_special: SpecialOption,
     ) -> list[Piece]:
         """[CLS] text [SEP] (pair [SEP]) as pieces; added tokens get offsets (0, 0)."""
-        allowed = resolve_allowed_special(allowed_special, self.special_tokens)
-        first = self._segment(text, allowed, 0, 0)
+        policy = resolve_special(self.special_tokens, allowed_special, disallowed_special)
+        first = self._segment(text, policy, 0, 0)
         next_word = 1 + max((p.word for p in first), default=-1)
-        second = [] if pair is None else self._segment(pair, allowed, 1, next_word)
+        second = [] if pair is None else self._segment(pair, policy, 1, next_word)
         if not add_special_tokens:
             return first + second
         if self.cls_token is None or self.sep_token is None:
@@ -304,24 +220,34 @@ class WordPiece(Tokenizer):
         text: str,
         pair: str | None = None,
         add_special_tokens: bool = True,
-        allowed_special: str | Iterable[str] = "all",
+        *,
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[int]:
         """Ids of ``[CLS] text [SEP]`` (or ``[CLS] text [SEP] pair [SEP]``).
 
-        Special-token strings in the text ("[MASK]") become those tokens, as in HF; pass
-        ``allowed_special="none"`` (or a set of them) to treat them as ordinary text.
+        The spelling of a special token in the text ("[MASK]") is an error by default; pass
+        ``allowed_special="all"`` (or a set of them) for their ids, as HF gives, or
+        ``disallowed_special="none"`` to treat them as ordinary text.
+
+        >>> tok = WordPiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "[", "]", "mask"])
+        >>> tok.encode("a [MASK]", allowed_special="all"), tok.encode("a [MASK]", disallowed_special="none")
+        ([2, 5, 4, 3], [2, 5, 6, 8, 7, 3])
         """
-        return [p.id for p in self._pieces(text, pair, add_special_tokens, allowed_special)]
+        pieces = self._pieces(text, pair, add_special_tokens, allowed_special, disallowed_special)
+        return [p.id for p in pieces]
 
     def encode_with_types(
         self,
         text: str,
         pair: str | None = None,
         add_special_tokens: bool = True,
-        allowed_special: str | Iterable[str] = "all",
+        *,
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> tuple[list[int], list[int]]:
         """(ids, token_type_ids): type 0 for the first segment, 1 for the pair and its [SEP]."""
-        pieces = self._pieces(text, pair, add_special_tokens, allowed_special)
+        pieces = self._pieces(text, pair, add_special_tokens, allowed_special, disallowed_special)
         return [p.id for p in pieces], [p.type_id for p in pieces]
 
     def offsets(
@@ -329,10 +255,13 @@ class WordPiece(Tokenizer):
         text: str,
         pair: str | None = None,
         add_special_tokens: bool = True,
-        allowed_special: str | Iterable[str] = "all",
+        *,
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[tuple[int, int]]:
         """Character spans in the original text (pair tokens: in ``pair``); [CLS]/[SEP] get (0, 0)."""
-        return [(p.start, p.end) for p in self._pieces(text, pair, add_special_tokens, allowed_special)]
+        pieces = self._pieces(text, pair, add_special_tokens, allowed_special, disallowed_special)
+        return [(p.start, p.end) for p in pieces]
 
     def id_to_token(self, token_id: int) -> str:
         if not 0 <= token_id < self.vocab_size:
@@ -360,7 +289,13 @@ class WordPiece(Tokenizer):
         return "".join(out)
 
     def explain(
-        self, text: str, pair: str | None = None, add_special_tokens: bool = True, **options: Any
+        self,
+        text: str,
+        pair: str | None = None,
+        add_special_tokens: bool = True,
+        *,
+        allowed_special: SpecialOption = "none",
+        disallowed_special: SpecialOption = "all",
     ) -> list[dict[str, Any]]:
         """One entry per word (and special token): its original text, normalized form and pieces.
 
@@ -370,7 +305,7 @@ class WordPiece(Tokenizer):
         [('UNAFFABLE', 'unaffable', ['un', '##aff', '##able'])]
         """
         entries: list[dict[str, Any]] = []
-        for piece in self._pieces(text, pair, add_special_tokens, **options):
+        for piece in self._pieces(text, pair, add_special_tokens, allowed_special, disallowed_special):
             source = pair if piece.type_id == 1 and pair is not None else text
             if piece.word < 0 or not entries or entries[-1]["word"] != piece.word:
                 entries.append({"word": piece.word, "start": piece.start, "end": piece.end, "ids": []})

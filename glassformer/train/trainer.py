@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from glassformer.models import EncoderDecoderLM, TransformerModel
 from glassformer.train import checkpoint, metrics
+from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
 from glassformer.train.schedules import make_scheduler
 from glassformer.train.settings import RunConfig
@@ -150,17 +151,26 @@ class Trainer:
 
     # the loop -----------------------------------------------------------------------
     def fit(self, resume: bool = False) -> dict[str, Any]:
-        """Train to ``settings.steps``; returns the last evaluation line."""
-        # Late in training some gradients and Adam moments are denormal floats, which
-        # the CPU handles ~100x slower; flushing them to zero changes nothing measurable.
-        torch.set_flush_denormal(True)
-        if resume:
-            self._restore()
-        else:
-            checkpoint.save_checkpoint(
-                self.run_dir, self.net, self.tokenizer, self.run.to_dict(), self._state()
-            )  # a run directory is usable (and listable) from the first second
-        self._open_tensorboard()
+        """Train to ``settings.steps``; returns the last evaluation line.
+
+        Denormal floats are flushed to zero while it runs (late in training some gradients
+        and Adam moments are denormals, which the CPU handles ~100x slower): see
+        `glassformer.train.denormals`; the setting is put back when it returns or raises.
+        """
+        with flush_denormal():
+            if resume:
+                self._restore()
+            else:
+                self.save()  # a run directory is usable (and listable) from the first second
+            self._open_tensorboard()
+            try:
+                return self._train_to_the_end()
+            finally:
+                if self.writer is not None:
+                    self._embedding_projector()
+                    self.writer.close()
+
+    def _train_to_the_end(self) -> dict[str, Any]:
         s = self.settings
         bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=None)
         window_loss, window_tokens, window_time = [], 0, 0.0
@@ -190,9 +200,6 @@ class Trainer:
             raise
         finally:
             bar.close()
-            if self.writer is not None:
-                self._embedding_projector()
-                self.writer.close()
         return last
 
     def _evaluate_and_log(self, train_loss: float, tokens_per_s: float) -> dict[str, Any]:

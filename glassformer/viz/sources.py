@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from glassformer.inspect.inputs import decoder_input_ids, input_ids
-from glassformer.inspect.trace import Trace
+from glassformer.nn.trace import Trace
 
 if TYPE_CHECKING:
     from glassformer.lm import LanguageModel, TokenInput

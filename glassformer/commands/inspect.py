@@ -38,7 +38,7 @@ VIEWS = {
 }
 
 
-def add_command(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction) -> None:
     from glassformer.formats.registry import DTYPE_HELP, DTYPES
 
     inspect = commands.add_parser(
@@ -57,13 +57,14 @@ def add_command(commands: argparse._SubParsersAction) -> None:
     )
     inspect.add_argument("--out", default=None, help="output file; its suffix must suit the view")
     inspect.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
+    inspect.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the view, save it and print where it went."""
-    out = _output_path(args.view, args.out)
-    from glassformer.formats.registry import load
+    from glassformer.loading import load
 
+    out = _output_path(args.view, args.out)  # a bad --out fails before the model loads
     lm = load(args.model, args.dtype)
     view = build_view(lm, args.text, args.view, layer=args.layer, head=args.head, target=args.target)
     if out.suffix == ".html" and args.view == "embeddings":

@@ -13,11 +13,20 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 import torch
 
-from glassformer.models.base import TransformerModel
-from glassformer.nn.hooks import select
+from glassformer.nn.hooks import HookFn, HookPoint, select
+
+
+class HookedModel(Protocol):
+    """What `capture` needs of a model: its hook points and a way to attach hooks."""
+
+    hook_points: Mapping[str, HookPoint]
+
+    def hooks(self, mapping: Mapping[str, HookFn]) -> AbstractContextManager[None]: ...
 
 
 class Trace(Mapping[str, torch.Tensor]):
@@ -67,7 +76,7 @@ class Trace(Mapping[str, torch.Tensor]):
 
 
 def capture(
-    net: TransformerModel,
+    net: HookedModel,
     names: str | Sequence[str],
     run: Callable[[], torch.Tensor],
     tokens: Sequence[str] | None = None,

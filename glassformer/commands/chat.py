@@ -1,0 +1,33 @@
+"""``glassformer chat [MODEL]``: a conversation with an instruct model in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+
+from glassformer.commands.arguments import add_generation_flags, chosen_generation_options
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from glassformer.formats.registry import DTYPE_HELP, DTYPES
+
+    parser = commands.add_parser(
+        "chat",
+        help="chat with an instruct model in the terminal",
+        description="A conversation with an instruct model (default: SmolLM2-135M-Instruct), laid out by "
+        "its own chat template, replies streamed token by token. An empty line or 'exit' ends it.",
+    )
+    parser.add_argument(
+        "model", nargs="?", default="smollm2-135m-instruct", help="registry name, .gguf file or HF directory"
+    )
+    parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
+    parser.add_argument("--system", default=None, help="a system message (default: the template's own)")
+    add_generation_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from glassformer.chat import chat_loop
+    from glassformer.loading import load
+
+    chat_loop(load(args.model, args.dtype), system=args.system, **chosen_generation_options(args))
+    return 0

@@ -1,0 +1,35 @@
+"""``glassformer export MODEL OUT_DIR``: write a model as a Hugging Face checkpoint directory."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "export",
+        help="write a model as a Hugging Face checkpoint directory",
+        description="Write MODEL as a Hugging Face checkpoint directory (config.json, model.safetensors "
+        "and, for a byte-level BPE or WordPiece tokenizer, tokenizer.json) that transformers' "
+        "from_pretrained loads: GPT-2 and Llama decoders, BERT encoders, T5 encoder-decoders. The config "
+        "is checked by reading it back with the importer; a model no Hugging Face family holds exactly "
+        "(e.g. ALiBi positions) is refused, naming the fields that differ.",
+    )
+    parser.add_argument(
+        "model", help="a registry name, a .gguf file, a Hugging Face checkpoint directory or a run directory"
+    )
+    parser.add_argument("out_dir", help="the directory to write (created; must be empty or absent)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from glassformer.loading import load
+
+    done = load(args.model).save_hf(args.out_dir, overwrite=args.overwrite)
+    print(f"wrote {done.directory}: a Hugging Face {done.architecture} checkpoint ({done.model_type!r})")
+    for name in done.files:
+        print(f"  {name:<24} {(done.directory / name).stat().st_size:>12,} bytes")
+    for note in done.notes:
+        print(f"note: {note}")
+    return 0

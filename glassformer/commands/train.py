@@ -1,0 +1,96 @@
+"""``glassformer train --preset NAME [--out runs/NAME] [--set TABLE.FIELD=VALUE] [--resume]``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from glassformer.commands.runs import RUNS_ROOT
+
+if TYPE_CHECKING:
+    from glassformer.train.settings import RunConfig
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from glassformer.train.settings import preset_names
+
+    parser = commands.add_parser(
+        "train",
+        help="train a model from a preset",
+        description="Train a model described by a preset (TOML shipped with Glassformer), with a progress "
+        "bar, periodic evaluation, samples, metrics.jsonl, TensorBoard logs and resumable checkpoints. "
+        "Ctrl-C saves a checkpoint; --resume continues exactly where it stopped.",
+    )
+    parser.add_argument("--preset", required=True, help=f"one of: {', '.join(preset_names())}")
+    parser.add_argument("--out", default=None, help="run directory (default: runs/PRESET)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="TABLE.FIELD=VALUE",
+        help="override a preset field, e.g. --set train.steps=500 --set model.n_layers=6",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its last checkpoint"
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help="corpus cache directory (default: ~/.cache/glassformer)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from glassformer.train.runs import prepare
+    from glassformer.train.trainer import Trainer
+
+    out = Path(args.out) if args.out else RUNS_ROOT / args.preset
+    settings = _settings(args, out)
+    if settings.train.threads:
+        import torch
+
+        torch.set_num_threads(settings.train.threads)
+    prepared = prepare(settings, args.data_dir)
+    trainer = Trainer(
+        settings,
+        prepared.net,
+        prepared.tokenizer,
+        prepared.train_batches,
+        prepared.val_batches,
+        out,
+        sample=prepared.sample if settings.train.sample_tokens else None,
+        extra_eval=prepared.extra_eval,
+    )
+    n_parameters = prepared.net.num_parameters()
+    print(f"{settings.name}: {n_parameters:,} parameters, {settings.train.steps:,} steps -> {out}")
+    try:
+        last = trainer.fit(resume=args.resume)
+    except KeyboardInterrupt:
+        return 130
+    if prepared.val_chars_per_token:
+        bits = last["val_loss"] / prepared.val_chars_per_token / math.log(2)
+        print(f"validation: {bits:.3f} bits per character")
+    print(f'done: {out} (glassformer generate {out} "prompt")')
+    return 0
+
+
+def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
+    """The preset with --set applied; on --resume, the run's saved settings instead. A new
+    run never writes into a directory that already holds files."""
+    from glassformer.train.settings import RunConfig, apply_overrides, load_preset
+
+    if args.resume:
+        from glassformer.train.checkpoint import read_train_config
+
+        saved = read_train_config(out)
+        return apply_overrides(
+            RunConfig.from_dict(saved, name=saved.get("name", args.preset)), args.overrides
+        )
+    settings = apply_overrides(load_preset(args.preset), args.overrides)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(
+            f"{out} already holds a run: pass --resume to continue it, or --out for a new directory"
+        )
+    return settings

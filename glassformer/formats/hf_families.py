@@ -1,0 +1,67 @@
+"""The Hugging Face families Glassformer reads and writes: one table for import and export.
+
+Each family module (``hf_gpt2``, ``hf_llama``, ``hf_bert``, ``hf_t5``, ``hf_marian``) gives
+
+* ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
+* ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
+  our parameters, the checkpoint tensor it comes from and how it is reshaped;
+* ``IGNORED``: checkpoint tensors we deliberately do not use (each with its reason);
+* optionally ``check(state, config)``, for ignored tensors that must still hold what we
+  recompute (Marian's sinusoids);
+* for the families export writes, ``config_to_hf(config) -> dict`` (the inverse of
+  ``config_from_hf``) and optionally ``layout_keys(config)``, the checkpoint names that
+  choose between the layouts ``key_map`` knows (a ``bert.`` prefix, say).
+
+`convert_hf` (import) finds a module here by the checkpoint's ``model_type``; `save_hf`
+(export) tries, in table order, the written families that hold the model's family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from glassformer.formats import hf_bert, hf_gpt2, hf_llama, hf_marian, hf_t5
+
+
+@dataclass(frozen=True)
+class HFFamily:
+    """A ``model_type``: its key-map module, which of our families it holds, and whether
+    export writes it (a model_type read through another's module is read only)."""
+
+    module: ModuleType
+    holds: str  # our ModelConfig.family
+    written: bool
+
+
+FAMILIES = {  # model_type -> family; export tries the written ones in this order
+    "gpt2": HFFamily(hf_gpt2, "decoder", written=True),
+    "llama": HFFamily(hf_llama, "decoder", written=True),
+    "mistral": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, a sliding window
+    "qwen2": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, q/k/v biases
+    "bert": HFFamily(hf_bert, "encoder", written=True),
+    "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
+    "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
+}
+
+
+def reader(model_type: str) -> ModuleType:
+    """The key-map module for a checkpoint's ``model_type``; ValueError listing the supported."""
+    if model_type not in FAMILIES:
+        supported = ", ".join(sorted(FAMILIES))
+        raise ValueError(f"Hugging Face model_type {model_type!r} is not supported; supported: {supported}")
+    return FAMILIES[model_type].module
+
+
+def writers(family: str) -> list[str]:
+    """The model_types export may write a model of our ``family`` as, in the order tried.
+
+    >>> writers("decoder")
+    ['gpt2', 'llama']
+    """
+    return [name for name, row in FAMILIES.items() if row.written and row.holds == family]
+
+
+def read_only() -> list[str]:
+    """The model_types that are read, not written."""
+    return [name for name, row in FAMILIES.items() if not row.written]

