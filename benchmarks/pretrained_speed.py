@@ -67,6 +67,11 @@ def main() -> None:
                 0, prompt.shape[1] :
             ].tolist()
         )
+        plain_s = None
+        if hasattr(gf, "fast"):  # the plain nn.Linear path, without glassformer.fast
+            gf.fast.disable(lm.net)
+            plain_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
+            gf.fast.enable(lm.net)
         long = torch.randint(0, lm.config.vocab_size, (1, args.prefill))
         prefill = interleaved_medians({"ours": lambda: lm.net(long), "hf": lambda: hf(long)}, repeats=5)
         ours_prefill, hf_prefill = prefill["ours"], prefill["hf"]
@@ -74,6 +79,11 @@ def main() -> None:
         f"greedy decoding, {n} new tokens: ours {n / ours_s:.1f} tok/s, HF {n / hf_s:.1f} tok/s "
         f"({hf_s / ours_s:.2f}x); identical tokens: {same}"
     )
+    if plain_s is not None:
+        print(
+            f"  without glassformer.fast (plain nn.Linear): {n / plain_s:.1f} tok/s "
+            f"({hf_s / plain_s:.2f}x HF; the fast path gives {plain_s / ours_s:.2f}x)"
+        )
     print(
         f"prefill {args.prefill} tokens: ours {ours_prefill:.2f} s, HF {hf_prefill:.2f} s "
         f"(ours / HF = {ours_prefill / hf_prefill:.2f})"

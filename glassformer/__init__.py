@@ -1,6 +1,6 @@
 """Glassformer: a transformer workshop you can see through.
 
-The public facade (see DESIGN.md):
+The public facade (the layers and the trace contract: docs/architecture.md):
 
 >>> import glassformer as gf
 >>> net = gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4))

@@ -63,7 +63,7 @@ def check_replaceable(target: Path, owned: Collection[str]) -> None:
     >>> check_replaceable(folder, {"config.json", "*.safetensors"})
     Traceback (most recent call last):
     ...
-    ValueError: ... holds notes.txt, which ... does not write; ...
+    ValueError: ... holds notes.txt, which this writer does not own; refusing to replace it ...
     """
     target = Path(target)
     if target.exists() and not target.is_dir():
@@ -77,9 +77,12 @@ def check_replaceable(target: Path, owned: Collection[str]) -> None:
     )
     if others:
         shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+        what = (
+            f"holds {shown}, which this writer does not own" if owned else f"is not empty (it holds {shown})"
+        )
         raise ValueError(
-            f"{target} holds {shown}, which {'this writer' if owned else 'a new directory'} does not "
-            "write; refusing to replace it (move those away or choose another directory)"
+            f"{target} {what}; refusing to replace it (nothing was changed: move those away or choose "
+            "another directory)"
         )
 
 

@@ -33,19 +33,13 @@ def reply(
 
     ``options`` go to `LanguageModel.stream` as they are (max_new_tokens, temperature,
     top_p, seed, ...): pass only what the user chose, and the facade's defaults apply to
-    the rest. The rendered conversation is encoded with its special tokens as tokens, so it
-    goes to ``lm.stream`` as ids; the reply's ids are decoded here, up to the stop token.
+    the rest. The stream reads the template's special tokens in the text as their ids and
+    ends at the model's stop token, which it does not show.
     """
     if not lm.chat_template:
         raise ValueError("this model has no chat template: use generate() for plain continuation")
-    from glassformer.generate import GenerationSettings
-    from glassformer.lm import decode_stream
-
-    prompt = render_chat(lm.chat_template, messages)
-    ids = lm.tokenizer.encode(prompt, allowed_special="all")  # the template's special tokens
-    stop_ids = lm.stop_ids(GenerationSettings(stop_token_ids=options.get("stop_token_ids")))
     pieces = []
-    for piece in decode_stream(lm.tokenizer, lm.stream(ids, **options), stop_ids):
+    for piece in lm.stream(render_chat(lm.chat_template, messages), **options):
         pieces.append(piece)
         write(piece)
     return "".join(pieces)

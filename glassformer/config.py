@@ -54,7 +54,7 @@ class ModelConfig:
     d_head: int | None = None
     d_ff: int | None = None
     max_seq_len: int = 256
-    n_decoder_layers: int | None = None  # encoder_decoder only
+    n_decoder_layers: int | None = None  # encoder_decoder only (see decoder_depth)
     type_vocab_size: int = 0  # BERT segment embeddings; 0 = none
     # positions
     positions: str = "learned"
@@ -188,6 +188,20 @@ class ModelConfig:
     def gated(self) -> bool:
         """Whether the FFN has a gate matrix (SwiGLU, GeGLU: three matrices)."""
         return self.activation in GATED_ACTIVATIONS
+
+    @property
+    def stack_depths(self) -> tuple[int, ...]:
+        """Blocks in each stack, in forward order: (n_layers,), or (n_layers, n_decoder_layers)
+        for an encoder-decoder."""
+        if self.family == "encoder_decoder":
+            return (self.n_layers, self.n_decoder_layers)
+        return (self.n_layers,)
+
+    @property
+    def decoder_depth(self) -> int:
+        """Blocks of the causal stack, the one that generates and keeps a KV cache:
+        n_layers in a decoder, n_decoder_layers in an encoder-decoder, 0 in an encoder."""
+        return 0 if self.family == "encoder" else self.stack_depths[-1]
 
     # serialization ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

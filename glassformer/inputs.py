@@ -106,13 +106,17 @@ class ModelInputs:
                     f"decoder_input is only for encoder-decoder models, not {self.config.family!r}"
                 )
             return None
-        start = decoder_start_id(self.config)
         if decoder_input is None:
-            return torch.full((batch, 1), start, dtype=torch.long, device=self.device)
+            return torch.full((batch, 1), decoder_start_id(self.config), dtype=torch.long, device=self.device)
         if isinstance(decoder_input, str):
-            decoder_input = [start, *self._encode(decoder_input, "decoder_input")]
+            decoder_input = [decoder_start_id(self.config), *self._encode(decoder_input, "decoder_input")]
         ids = self.ids(decoder_input, "decoder_input")
-        return ids.expand(batch, -1) if ids.shape[0] == 1 else ids
+        if ids.shape[0] not in (1, batch):
+            raise ValueError(
+                f"decoder_input has {ids.shape[0]} rows for {batch} inputs: pass one row (shared by "
+                "every input) or one row per input"
+            )
+        return ids.expand(batch, -1)
 
     def token_id(self, token: str | int, name: str = "token") -> int:
         """The id of ``token``: an id, or a string the tokenizer encodes as exactly one token."""
@@ -131,7 +135,8 @@ class ModelInputs:
                 raise ValueError(f"{name} {token!r} encodes to no token; pass a single token or a token id")
             raise ValueError(
                 f"{name} {token!r} is {len(ids)} tokens {pieces}, not one; pass a single token "
-                f"(for example {pieces[0]!r}) or a token id"
+                f"(for example {pieces[0]!r}) or a token id (mind the leading space: ' Paris' and "
+                "'Paris' are different tokens)"
             )
         return ids[0]
 

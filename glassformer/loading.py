@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from glassformer import fast
 from glassformer.formats.gguf import load_gguf
 from glassformer.formats.hf import convert_hf, read_hf_checkpoint
 from glassformer.formats.registry import as_dtype, resolve
@@ -27,12 +28,23 @@ from glassformer.lm import LanguageModel
 from glassformer.tokenizers import load_tokenizer
 
 
-def load(name_or_path: str | Path, dtype: torch.dtype | str = torch.float32) -> LanguageModel:
+def load(
+    name_or_path: str | Path, dtype: torch.dtype | str = torch.float32, fast_paths: bool = True
+) -> LanguageModel:
     """A `LanguageModel` for a registry name (``smollm2-135m-instruct``, ``minilm-l6``), a .gguf
     file, a Hugging Face checkpoint directory or a training run directory, its weights in
-    ``dtype``: float32 (default) or bfloat16, half the memory (a torch dtype or its name)."""
-    dtype = as_dtype(dtype)
-    path = resolve(name_or_path)
+    ``dtype``: float32 (default) or bfloat16, half the memory (a torch dtype or its name).
+
+    ``fast_paths`` switches on `glassformer.fast` (the CPU decode product), which computes
+    what the plain modules compute; ``False`` keeps the plain ``nn.Linear`` path."""
+    lm = _read(resolve(name_or_path), as_dtype(dtype))
+    if fast_paths:
+        fast.enable(lm.net)
+    return lm
+
+
+def _read(path: Path, dtype: torch.dtype) -> LanguageModel:
+    """The LanguageModel a file or directory holds."""
     if path.is_file() and path.suffix == ".gguf":
         net, tokenizer, chat_template = load_gguf(path, dtype)
         lm = LanguageModel(net, tokenizer)

@@ -56,3 +56,20 @@ def test_frozen():
 def test_build_rejects_non_config():
     with pytest.raises(TypeError, match="needs a ModelConfig"):
         gf.build({"d_model": 3})
+
+
+def test_depth_of_each_stack():
+    decoder = ModelConfig(n_layers=3)
+    seq2seq = ModelConfig(family="encoder_decoder", n_layers=3, n_decoder_layers=2)
+    encoder = ModelConfig(family="encoder", n_layers=3)
+    assert (decoder.stack_depths, decoder.decoder_depth) == ((3,), 3)
+    assert (seq2seq.stack_depths, seq2seq.decoder_depth) == ((3, 2), 2)
+    assert (encoder.stack_depths, encoder.decoder_depth) == ((3,), 0)
+
+
+def test_llama_style_preset():
+    from glassformer.config import LLAMA_STYLE, llama_style
+
+    config = llama_style(vocab_size=64, d_model=32, n_layers=1, n_heads=4, n_kv_heads=2)
+    assert all(getattr(config, name) == value for name, value in LLAMA_STYLE.items())
+    assert llama_style(activation="geglu").activation == "geglu"  # fields override the style

@@ -95,3 +95,10 @@ def test_attention_stays_float32_under_cpu_autocast():
 def test_printed_tree_names_the_fast_modules():
     net = fast.enable(tiny_net())
     assert "decode fast path" in repr(net.stack.blocks[0].attn.qkv_proj)
+
+
+def test_load_switches_fast_paths_on_and_they_change_nothing():
+    sentences = ["A man is eating food.", "The girl is carrying a baby."]
+    fast_lm, plain_lm = gf.load("minilm-l6"), gf.load("minilm-l6", fast_paths=False)
+    assert fast.enabled(fast_lm.net) and not fast.enabled(plain_lm.net)
+    assert torch.allclose(fast_lm.embed(sentences), plain_lm.embed(sentences), atol=1e-6)

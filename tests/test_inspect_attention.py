@@ -303,5 +303,5 @@ def test_bad_input_gets_a_clear_error(decoder):
         gi.attention_entropy(decoder.trace([1, 2], names="blocks.*.attn.scores"))
     with pytest.raises(ValueError, match=r"layers \[1\] only"):
         gi.attention_entropy(decoder.trace([1, 2], names="blocks.1.attn.pattern"))
-    with pytest.raises(ValueError, match="exceeds max_seq_len=64"):
+    with pytest.raises(ValueError, match="has 120 tokens, more than max_seq_len=64"):
         gi.head_roles(decoder, list(range(1, 61)) * 2)

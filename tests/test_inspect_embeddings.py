@@ -28,7 +28,7 @@ def planted() -> gf.LanguageModel:
     table = 0.01 * torch.randn(61, 32)
     table[MAN], table[WOMAN], table[KING], table[QUEEN] = g + r, f + r, g + k, f + k
     with torch.no_grad():
-        lm.net.embed.token.weight.copy_(table)
+        lm.net.token_embedding.weight.copy_(table)
     return lm
 
 
@@ -54,7 +54,7 @@ def test_nearest_tokens():
     near = nearest_tokens(lm, KING, k=3)
     assert KING not in near.ids and set(near.ids[:2]) == {MAN, QUEEN}  # one shared direction each
     assert near.similarities == sorted(near.similarities, reverse=True)
-    by_vector = nearest_tokens(lm, lm.net.embed.token.weight[QUEEN].detach(), k=1)
+    by_vector = nearest_tokens(lm, lm.net.token_embedding.weight[QUEEN].detach(), k=1)
     assert by_vector.ids == [QUEEN] and by_vector.similarities[0] == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(ValueError, match="d_model"):
         nearest_tokens(lm, torch.ones(5))

@@ -32,7 +32,7 @@ def test_zero_ablating_a_head_with_zero_output_weights_changes_nothing():
     lm = decoder()
     e = lm.config.d_head
     with torch.no_grad():
-        lm.net.blocks[1].attn.o_proj.weight[:, 2 * e : 3 * e] = 0.0  # head 2 writes nothing
+        lm.net.stack.blocks[1].attn.o_proj.weight[:, 2 * e : 3 * e] = 0.0  # head 2 writes nothing
     silent = ablate_head(lm, CLEAN, layer=1, head=2, target=TARGET)
     assert silent.after == pytest.approx(silent.before, abs=1e-6)
     assert silent.before == pytest.approx(last_logit(lm, CLEAN), abs=1e-6)

@@ -69,7 +69,7 @@ def test_the_lens_reads_earlier_layers_through_the_same_head():
         with torch.no_grad():  # the head by hand: final RMSNorm, then the tied unembedding
             x = trace[name][0]
             normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + lm.config.norm_eps)
-            logits = (normed * lm.net.final_norm.weight) @ lm.net.embed.token.weight.T
+            logits = (normed * lm.net.output_stack.final_norm.weight) @ lm.net.token_embedding.weight.T
         top = logits.softmax(-1).topk(3, dim=-1)
         assert torch.equal(lens.top_ids[layer], top.indices)
         torch.testing.assert_close(lens.top_probs[layer], top.values, atol=1e-5, rtol=0)
@@ -84,9 +84,9 @@ def test_targets_as_text_and_the_errors():
     assert "'d' rank" in str(lens)
     with pytest.raises(ValueError, match=r"target 'de' is 2 tokens \['d', 'e'\], not one"):
         gi.logit_lens(lm, "abc", target="de")
-    with pytest.raises(ValueError, match="target id 99 is not in the vocabulary"):
+    with pytest.raises(ValueError, match="target id 99 is out of range for vocab_size=11"):
         gi.logit_lens(lm, "abc", target=99)
-    with pytest.raises(ValueError, match="exceeds max_seq_len=16"):
+    with pytest.raises(ValueError, match="has 21 tokens, more than max_seq_len=16"):
         gi.logit_lens(lm, "abcdefghij abcdefghij")
     with pytest.raises(ValueError, match=r"layer=3 is out of range: the lens has 3 layers"):
         lens.top(3)

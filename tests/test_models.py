@@ -7,7 +7,7 @@ import glassformer as gf
 from glassformer.nn.kv_cache import KVCache
 from tests.conftest import POSITIONS, tiny, tiny_model
 
-# name -> shape letters, from DESIGN.md's trace contract.
+# name -> shape letters, from the trace contract in docs/architecture.md.
 CONTRACT = {
     "embed.tokens": "btd",
     "embed.out": "btd",

@@ -18,9 +18,9 @@ from glassformer.train.data import (
     MLMBatches,
     Seq2SeqBatches,
     eval_batches,
-    token_file,
 )
 from glassformer.train.tasks import TASKS, make_task
+from glassformer.train.token_files import token_file
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n" * 20
 

@@ -17,6 +17,7 @@ from glassformer.tokenizers.char import CharTokenizer
 from glassformer.train import checkpoint
 from glassformer.train import metrics as M
 from glassformer.train.optim import make_optimizer, parameter_groups
+from glassformer.train.run_list import list_runs
 from glassformer.train.schedules import lr_at, lr_multiplier, make_scheduler, transformer_peak_lr
 from tests.conftest import tiny, tiny_model
 
@@ -49,50 +50,53 @@ def test_decay_only_linear_matrices_in_a_tied_decoder():
     decay, no_decay = parameter_groups(net, weight_decay=0.1)
     assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
     expected = {
-        f"blocks.{i}.{m}.weight"
+        f"stack.blocks.{i}.{m}.weight"
         for i in range(2)
-        for m in ("attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.o_proj", "ffn.up_proj", "ffn.down_proj")
+        for m in ("attn.qkv_proj", "attn.o_proj", "ffn.up_proj", "ffn.down_proj")
     }
     assert names(decay) == expected
     assert {
-        "embed.token.weight",
-        "embed.position.weight",
-        "final_norm.weight",
-        "blocks.0.attn.q_proj.bias",
+        "stack.embed.token.weight",
+        "stack.embed.position.weight",
+        "stack.final_norm.weight",
+        "stack.blocks.0.attn.qkv_proj.bias",
     } <= names(no_decay)
     assert "lm_head.weight" not in names(decay) | names(no_decay)  # tied: counted once, as the embedding
     # every trainable parameter appears exactly once
     grouped = [id(p) for g in (decay, no_decay) for p in g["params"]]
     assert len(grouped) == len(set(grouped)) == len(list(net.parameters()))
     decay, _ = parameter_groups(net, 0.1, decay_embeddings=True)
-    assert names(decay) == expected | {"embed.token.weight"}  # position table still spared
+    assert names(decay) == expected | {"stack.embed.token.weight"}  # position table still spared
 
 
 def test_untied_head_decays_and_frozen_parameters_are_left_out():
     net = tiny_model(tie_embeddings=False)
-    net.final_norm.weight.requires_grad_(False)
+    net.stack.final_norm.weight.requires_grad_(False)
     decay, no_decay = parameter_groups(net, 0.1)
-    assert "lm_head.weight" in names(decay) and "embed.token.weight" in names(no_decay)
-    assert "final_norm.weight" not in names(decay) | names(no_decay)
+    assert "lm_head.weight" in names(decay) and "stack.embed.token.weight" in names(no_decay)
+    assert "stack.final_norm.weight" not in names(decay) | names(no_decay)
 
 
 def test_decay_groups_of_a_bert_like_encoder_and_t5():
     decay, no_decay = parameter_groups(tiny_model(**BERT_LIKE), 0.01)
-    assert {"pooler.weight", "mlm_head.dense.weight", "blocks.1.ffn.down_proj.weight"} <= names(decay)
+    assert {"pooler.weight", "mlm_head.dense.weight", "stack.blocks.1.ffn.down_proj.weight"} <= names(decay)
     for spared in (
-        "embed.token_type.weight",
-        "embed.norm.weight",
+        "stack.embed.token_type.weight",
+        "stack.embed.norm.weight",
         "mlm_head.decoder.bias",
         "mlm_head.norm.weight",
     ):
         assert spared in names(no_decay)
     assert all(n.endswith(".weight") and "norm" not in n and "embed" not in n for n in names(decay))
-    assert "mlm_head.decoder.weight" not in names(decay) | names(no_decay)  # tied to embed.token
+    assert "mlm_head.decoder.weight" not in names(decay) | names(no_decay)  # tied to stack.embed.token
     decay, no_decay = parameter_groups(tiny_model(**T5_LIKE), 0.1)
     assert {"shared.weight", "encoder.relative_bias.weight", "decoder.relative_bias.weight"} <= names(
         no_decay
     )
-    assert "decoder.blocks.0.cross_attn.k_proj.weight" in names(decay)
+    assert {
+        "decoder.blocks.0.cross_attn.q_proj.weight",
+        "decoder.blocks.0.cross_attn.kv_proj.weight",
+    } <= names(decay)
 
 
 def test_adamw_decays_only_the_decay_group():
@@ -329,9 +333,9 @@ def test_round_trip_keeps_logits_ties_and_optimizer_state(tmp_path, overrides):
     if overrides.get("family") == "encoder_decoder":
         assert loaded.lm_head.weight is loaded.shared.weight
     elif overrides.get("family") == "encoder":
-        assert loaded.mlm_head.decoder.weight is loaded.embed.token.weight
+        assert loaded.mlm_head.decoder.weight is loaded.stack.embed.token.weight
     else:
-        assert loaded.lm_head.weight is loaded.embed.token.weight
+        assert loaded.lm_head.weight is loaded.stack.embed.token.weight
     # the restored optimizer continues exactly like the original
     opt2 = make_optimizer(loaded, lr=1e-2)
     opt2.load_state_dict(state["optimizer"])
@@ -363,7 +367,7 @@ def test_a_crash_mid_write_leaves_the_old_files(tmp_path, monkeypatch):
     _save(tmp_path, net, step=1)
     before = {n: b for n, (b, _) in _snapshot(tmp_path).items()}
     with torch.no_grad():
-        net.embed.token.weight.add_(1.0)
+        net.stack.embed.token.weight.add_(1.0)
 
     def crash(src, dst):
         raise OSError("simulated power cut during rename")
@@ -421,7 +425,7 @@ def test_weights_that_do_not_fit_the_config_are_named(tmp_path):
     _save(tmp_path, tiny_model(n_layers=1))
     tiny(n_layers=1, d_ff=64).to_json(tmp_path / "config.json")
     with pytest.raises(
-        ValueError, match=r"blocks.0.ffn.up_proj.weight has shape \(48, 32\), config says \(64, 32\)"
+        ValueError, match=r"stack.blocks.0.ffn.up_proj.weight has shape \(48, 32\), config says \(64, 32\)"
     ):
         checkpoint.load_model(tmp_path)
 
@@ -458,7 +462,7 @@ def test_list_runs(tmp_path):
     (tmp_path / "broken" / "train_config.json").write_text("{")
     (tmp_path / "not-a-run").mkdir()
     before = _snapshot(tmp_path / "b-run")
-    runs = checkpoint.list_runs(tmp_path)
+    runs = list_runs(tmp_path)
     assert _snapshot(tmp_path / "b-run") == before
     assert [r.name for r in runs] == ["a-run", "b-run", "broken"]
     a, b, broken = runs
@@ -466,4 +470,4 @@ def test_list_runs(tmp_path):
     assert (b.preset, b.step, b.best_val_loss, b.checkpoint_step, b.problem) == ("tiny", 7, 2.0, 7, None)
     assert "not valid JSON" in broken.problem
     with pytest.raises(FileNotFoundError, match="not a directory"):
-        checkpoint.list_runs(tmp_path / "missing")
+        list_runs(tmp_path / "missing")

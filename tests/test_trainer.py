@@ -7,6 +7,7 @@ import torch
 
 from glassformer import cli
 from glassformer.train import checkpoint
+from glassformer.train.denormals import flushing_denormals
 from glassformer.train.runs import prepare
 from glassformer.train.settings import RunConfig, apply_overrides, load_preset, preset_names
 from glassformer.train.trainer import Trainer
@@ -110,6 +111,22 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         trainer.fit()
     assert checkpoint.load_trainer_state(tmp_path / "run")["step"] == 5
+
+
+def test_fit_flushes_denormals_while_it_runs_and_restores_the_setting(tmp_path):
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals")
+    trainer = make_trainer(tiny_run(tmp_path, steps=4), tmp_path)
+    seen = []
+    original = trainer.train_step
+    trainer.train_step = lambda: (seen.append(flushing_denormals()), original())[1]
+    trainer.fit()
+    assert seen == [True] * 4 and not flushing_denormals()
+    interrupted = make_trainer(tiny_run(tmp_path, steps=4), tmp_path, "interrupted")
+    interrupt_after(interrupted, 2)
+    with pytest.raises(KeyboardInterrupt):
+        interrupted.fit()
+    assert not flushing_denormals()
 
 
 def test_presets_load_and_overrides_are_checked():

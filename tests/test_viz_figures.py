@@ -188,7 +188,7 @@ def test_bad_shapes_and_labels_raise_clear_errors(traced, tmp_path):
     tokens, patterns = traced
     with pytest.raises(ValueError, match=r"2 dimensions \(t s: one head\), got shape \(4, 6, 6\)"):
         figures.attention_heatmap(patterns[0], tokens)
-    with pytest.raises(ValueError, match="5 query_tokens for 6 query rows"):
+    with pytest.raises(ValueError, match="5 query_tokens for 6 query positions"):
         figures.attention_heatmap(patterns[0, 0], tokens[:5])
     with pytest.raises(ValueError, match="not one string"):
         figures.attention_heatmap(patterns[0, 0], "3 5 7 9 11 13")

@@ -2,7 +2,8 @@
 
 Each view is saved, opened from a file:// URL and checked: it drew (its data-ready flag,
 no console or page errors), it reacts to one interaction, and the page made no request
-but the file itself. Screenshots go to the test's tmp dir and, for review, /tmp/viz-shots/.
+but the file itself. Screenshots go to the test's tmp dir, and for review to
+$GLASSFORMER_SCREENSHOTS when it is set (`tests.screenshots.keep_screenshot`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import base64
 import json
 import math
 import re
-import shutil
 import warnings
 import zlib
 from pathlib import Path
@@ -23,10 +23,10 @@ import glassformer as gf
 from glassformer.tokenizers.bpe_train import train_bpe
 from glassformer.viz import HeadView, ModelView, NeuronView, TokenView
 from glassformer.viz.html import decode_weights
+from tests.screenshots import keep_screenshot
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path("/tmp/viz-shots")
 TEXT = "the cat sat on the mat. the dog sat on the log."
 SOURCE = "a cat saw the dog."
 TARGET = "the dog saw a cat."
@@ -98,8 +98,7 @@ class Opened:
         """Screenshot, then the checks every view passes: no errors, no network."""
         shot = self.tmp_path / f"{self.name}.png"
         self.page.screenshot(path=str(shot), full_page=True)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, SHOTS / shot.name)
+        keep_screenshot(shot)
         assert shot.stat().st_size > 1000
         self.page.close()
         assert self.errors == [], self.errors
@@ -136,7 +135,7 @@ def test_head_view_decoder_hover_toggle_and_layers(browser, decoder, tmp_path):
     assert all("background" in shaded[j] for j in range(7))  # causal: keys 0..6 get weight
     assert not any("background" in s for s in shaded[7:])  # later keys are masked
     opened.page.screenshot(path=str(tmp_path / "head_decoder_hover.png"))
-    shutil.copy(tmp_path / "head_decoder_hover.png", SHOTS / "head_decoder_hover.png")
+    keep_screenshot(tmp_path / "head_decoder_hover.png")
 
     page.mouse.move(900, 700)  # leave: the full picture again
     assert "gfv-focus" not in opened.classes(".gfv-col-left .gfv-tok", 6)

@@ -34,6 +34,7 @@ dequantized.
 llama.cpp's converter permutes the rows of the Llama Q and K projections (it pairs RoPE
 features as (2i, 2i+1), where Hugging Face pairs (i, i + e/2)); we undo that permutation
 so the weights fit our rotate-half RoPE, as Hugging Face does when it reads a GGUF file.
+Q, K and V are read into the three row blocks of our ``qkv_proj`` = [W_Q; W_K; W_V].
 
 A damaged file (truncated download, flipped bytes) raises ``ValueError`` naming the
 file; the metadata is checked against the tensors the file really holds before any

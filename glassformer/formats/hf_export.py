@@ -50,8 +50,9 @@ from glassformer.formats.key_map import Mapped, hf_state
 # fields that change training, not the function the model computes; HF has its own names for some
 TRAINING_ONLY = (*DROPOUT_FIELDS, "init", "init_std")
 # what a Hugging Face checkpoint directory holds (shell patterns): the files this export
-# writes and those save_pretrained / the Hub put beside them. Only a directory holding
-# nothing else is replaced; only these files of it are deleted.
+# writes and those save_pretrained writes beside them. Only a directory holding nothing
+# else is replaced; only these files of it are deleted. A Hub clone's README.md and
+# .gitattributes are left out on purpose: a README may be anyone's.
 CHECKPOINT_FILES = (
     "config.json",
     "generation_config.json",

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
+from glassformer.config import ModelConfig
 from glassformer.formats.weights import WeightFiles
 
 Transform = Callable[[torch.Tensor], torch.Tensor]
@@ -80,18 +80,18 @@ def stacked(ours: str, pieces: list[tuple[str, int]]) -> list[Mapped]:
     return out
 
 
-def stacked_qkv(ours: str, q: str, k: str, v: str, config: Any) -> list[Mapped]:
+def stacked_qkv(ours: str, q: str, k: str, v: str, config: ModelConfig) -> list[Mapped]:
     """Self-attention ``{ours}.qkv_proj`` <- checkpoint matrices ``{q}``, ``{k}``, ``{v}``
     (names without ``.weight``): h e, g e and g e rows; their biases too with ``qkv_bias``."""
     h, g, e = config.n_heads, config.n_kv_heads, config.d_head
     out = []
     for kind in ("weight", "bias") if config.qkv_bias else ("weight",):
         pieces = [(f"{q}.{kind}", h * e), (f"{k}.{kind}", g * e), (f"{v}.{kind}", g * e)]
-        out += stacked(f"{ours}.qkv_proj.{kind}", pieces)  # b t (h+2g)e: [q | k | v]
+        out += stacked(f"{ours}.qkv_proj.{kind}", pieces)  # (h + 2g) e rows: [W_Q; W_K; W_V]
     return out
 
 
-def stacked_kv(ours: str, q: str, k: str, v: str, config: Any) -> list[Mapped]:
+def stacked_kv(ours: str, q: str, k: str, v: str, config: ModelConfig) -> list[Mapped]:
     """Cross-attention ``{ours}.q_proj`` <- ``{q}`` and ``{ours}.kv_proj`` <- [``{k}``; ``{v}``]
     (g e rows each); biases too with ``qkv_bias``."""
     kv_rows = config.n_kv_heads * config.d_head
@@ -143,11 +143,12 @@ def load_mapped(
     ``ignored`` holds patterns of checkpoint names deliberately left unused."""
     params = dict(net.named_parameters())  # tied weights appear once, under their first name
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
-    absent = [item for item in mapping if item.theirs not in state]
+    names = set(state)  # the names only: a checkpoint's tensors are read once, into place
+    absent = [item for item in mapping if item.theirs not in names]
     if absent:
         raise KeyError(f"checkpoint has no tensor {absent[0].theirs!r} (needed for {absent[0].place()})")
     used = {item.theirs for item in mapping}
-    unused = sorted(k for k in set(state) - used if not any(re.fullmatch(p, k) for p in ignored))
+    unused = sorted(k for k in names - used if not any(re.fullmatch(p, k) for p in ignored))
     if unused:
         raise ValueError(f"checkpoint tensors not understood by the key map: {', '.join(unused[:10])}")
     for item in mapping:
@@ -175,8 +176,8 @@ def _fill(target: torch.Tensor, item: Mapped, state: Mapping[str, torch.Tensor])
 
 
 def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Tensor]:
-    """Checkpoint name -> tensor (on the CPU, contiguous, owning its memory) for ``net`` by an
-    import key map: each item backwards, and the importer must read it back exactly."""
+    """Checkpoint name -> tensor (on the CPU, contiguous, no two sharing memory) for ``net`` by
+    an import key map: each item backwards, and the importer must read it back exactly."""
     params = dict(net.named_parameters())  # tied weights appear once, under their first name
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
     out = {}

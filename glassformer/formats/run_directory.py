@@ -81,7 +81,7 @@ def read_run(
 def unique_state_dict(net: nn.Module, copy: bool = True) -> dict[str, torch.Tensor]:
     """``net.state_dict()`` with each shared tensor kept once, under its first name.
 
-    GPT-2's ``lm_head.weight`` *is* ``embed.token.weight``: safetensors refuses to store
+    GPT-2's ``lm_head.weight`` *is* ``stack.embed.token.weight``: safetensors refuses to store
     two names for one memory, and storing it twice would untie it on load. ``copy=True``
     gives detached, contiguous CPU tensors (what a file stores); ``copy=False`` the
     state dict's own tensors, which share memory with the parameters.

@@ -88,6 +88,9 @@ class WeightFiles(Mapping[str, torch.Tensor]):
         handle = self._handles[path]
         return handle[name] if isinstance(handle, dict) else handle.read(name)
 
+    def __contains__(self, name: object) -> bool:  # without it, Mapping's `in` reads the tensor
+        return name in self._where
+
     def read_into(self, name: str, target: torch.Tensor) -> bool:
         """Read ``name`` straight into ``target`` when dtype and shape allow (safetensors
         only); False when the caller must copy ``self[name]`` itself."""

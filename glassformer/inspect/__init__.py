@@ -1,4 +1,11 @@
-"""Inspection: traces of named activations and the analyses built on them."""
+"""Inspection: traces of named activations and the analyses built on them.
+
+Every analysis reads its input through the model's one input pipeline (``lm.inputs``,
+`glassformer.inputs`): one text or list of ids at a time, no longer than max_seq_len
+(`ModelInputs.single`); an encoder-decoder's ``decoder_input`` defaults to the decoder's
+start token, and text given as one is the start token followed by its tokens
+(`ModelInputs.decoder_ids`). Token labels are the tokenizer's spelling (`ModelInputs.labels`).
+"""
 
 from glassformer.inspect.attention_stats import (
     attended_distance,

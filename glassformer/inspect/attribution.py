@@ -51,21 +51,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.inspect.inputs import (
-    decoder_input_ids,
-    evaluating,
-    forward,
-    input_ids,
-    stack_prefix,
-    token_id,
-    token_strings,
-)
+from glassformer.inputs import TokenInput, evaluating, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target, special_id
 from glassformer.models import EncoderModel
 from glassformer.nn.hooks import select
 
-if TYPE_CHECKING:  # glassformer.lm imports this package
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
+    from glassformer.lm import LanguageModel
 
 BASELINES = ("zeros", "pad")
 REPLACEMENTS = ("pad", "unk", "mask", "remove")
@@ -100,14 +92,14 @@ class Attribution:
 
 def _embedding(lm, ids: torch.Tensor, decoder_ids) -> torch.Tensor:
     """x = the stream entering block 0 for ``ids``: 1 t d."""
-    name = stack_prefix(lm) + "embed.out"
+    name = input_prefix(lm.net) + "embed.out"
     store: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, _: str) -> None:
         store[name] = x.detach()
 
     with torch.no_grad(), evaluating(lm.net), lm.net.hooks({name: keep}):
-        forward(lm, ids, decoder_ids)
+        lm.inputs.forward(ids, decoder_ids)
     return store[name]
 
 
@@ -115,9 +107,9 @@ def _scores_and_gradients(lm, ids, decoder_ids, target: Target, stream: torch.Te
     """F and dF/dx at each of n points x (n t d) put in place of ``embed.out``: (n, n t d)."""
     leaf = stream.detach().clone().requires_grad_(True)  # a leaf: autograd stops here
     rows = ids.expand(len(leaf), -1)
-    name = stack_prefix(lm) + "embed.out"
+    name = input_prefix(lm.net) + "embed.out"
     with torch.enable_grad(), evaluating(lm.net), lm.net.hooks({name: lambda x, _: leaf}):
-        scores = target(forward(lm, rows, decoder_ids), rows)  # n
+        scores = target(lm.inputs.forward(rows, decoder_ids), rows)  # n
         # Rows are independent, so the gradient of the sum holds each row's own gradient.
         (grad,) = torch.autograd.grad(scores.sum(), leaf)
     return scores.detach(), grad
@@ -135,14 +127,14 @@ def gradient_x_input(
 ) -> Attribution:
     """a_i = sum_d dF/dx_id * x_id with x = ``embed.out``: the first-order Taylor term of
     F(x) - F(0) that token i contributes. Fast (one backward pass); exact for linear F."""
-    ids = input_ids(lm, text)
-    dec = decoder_input_ids(lm, decoder_input)
+    inputs = lm.inputs
+    ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
     x = _embedding(lm, ids, dec)  # 1 t d
     score, grad = _scores_and_gradients(lm, ids, dec, tgt, x)
     attributions = (grad * x).sum(-1)[0]  # t
     return Attribution(
-        token_strings(lm, ids), attributions, "gradient x input", tgt.label, {"score": float(score[0])}
+        inputs.labels(ids), attributions, "gradient x input", tgt.label, {"score": float(score[0])}
     )
 
 
@@ -191,8 +183,8 @@ def integrated_gradients(
         raise ValueError(f"baseline={baseline!r}; allowed values: {', '.join(BASELINES)}")
     if not 1 <= steps <= max_steps:
         raise ValueError(f"steps={steps} must be between 1 and max_steps={max_steps}")
-    ids = input_ids(lm, text)
-    dec = decoder_input_ids(lm, decoder_input)
+    inputs = lm.inputs
+    ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
     x = _embedding(lm, ids, dec)  # 1 t d
     x0 = torch.zeros_like(x) if baseline == "zeros" else _embedding(lm, _pad_baseline_ids(lm, ids), dec)
@@ -200,33 +192,17 @@ def integrated_gradients(
     if any(not isinstance(i, int) or not 0 <= i < ids.shape[1] for i in kept):
         raise ValueError(f"keep={kept} must hold positions 0..{ids.shape[1] - 1} of the text")
     x0[:, kept] = x[:, kept]
-    path = _Path(lm, ids, dec, tgt, x0, x)
     ends, _ = _scores_and_gradients(lm, ids, dec, tgt, torch.cat([x, x0]))
     expected = float(ends[0] - ends[1])  # F(x) - F(x')
-    while True:
-        attributions = path.integrate(steps)  # t
-        error = abs(float(attributions.sum()) - expected) / max(abs(expected), 1e-12)
-        if error <= tolerance or 3 * steps > max_steps or not math.isfinite(error):
-            break
-        steps *= 3
+    path = _Path(lm, ids, dec, tgt, x0, x)
+    attributions, steps, error = _integrate_until_complete(path, expected, steps, tolerance, max_steps)
+    if not error <= tolerance:  # NaN included
+        _not_converged(error, tolerance, steps, max_steps, strict)
     notes = [
         f"completeness: sum = {float(attributions.sum()):.4f}, F(x) - F(x') = {expected:.4f}, "
         f"relative error {error:.2%} with {steps} steps ({baseline} baseline"
         + (f", positions {kept} kept)" if kept else ")")
     ]
-    if not error <= tolerance:  # NaN included
-        message = (
-            f"integrated gradients did not converge: relative completeness error {error:.2%} > "
-            f"{tolerance:.0%} with {steps} steps (max_steps={max_steps}); raise max_steps or try "
-            "the other baseline, or keep=[0] (a decoder's attention sink)"
-        )
-        if not math.isfinite(error):
-            message = (
-                "integrated gradients: the gradient is not finite along the path; try the other baseline"
-            )
-        if strict:
-            raise ValueError(message)
-        warnings.warn(message, stacklevel=2)
     extra = {
         "relative_error": error,
         "steps": steps,
@@ -235,7 +211,34 @@ def integrated_gradients(
         "baseline_score": float(ends[1]),
         "notes": notes,
     }
-    return Attribution(token_strings(lm, ids), attributions, "integrated gradients", tgt.label, extra)
+    return Attribution(inputs.labels(ids), attributions, "integrated gradients", tgt.label, extra)
+
+
+def _integrate_until_complete(
+    path: _Path, expected: float, steps: int, tolerance: float, max_steps: int
+) -> tuple[torch.Tensor, int, float]:
+    """Attributions (t), the steps used and the relative completeness error: the steps
+    triple while the error exceeds ``tolerance`` and they stay within ``max_steps``."""
+    while True:
+        attributions = path.integrate(steps)  # t
+        error = abs(float(attributions.sum()) - expected) / max(abs(expected), 1e-12)
+        if error <= tolerance or 3 * steps > max_steps or not math.isfinite(error):
+            return attributions, steps, error
+        steps *= 3
+
+
+def _not_converged(error: float, tolerance: float, steps: int, max_steps: int, strict: bool) -> None:
+    """Warn (or, with ``strict``, raise) that completeness still fails after ``steps``."""
+    message = (
+        f"integrated gradients did not converge: relative completeness error {error:.2%} > "
+        f"{tolerance:.0%} with {steps} steps (max_steps={max_steps}); raise max_steps or try "
+        "the other baseline, or keep=[0] (a decoder's attention sink)"
+    )
+    if not math.isfinite(error):
+        message = "integrated gradients: the gradient is not finite along the path; try the other baseline"
+    if strict:
+        raise ValueError(message)
+    warnings.warn(message, stacklevel=3)
 
 
 class _Path:
@@ -276,11 +279,11 @@ def attention_x_gradient(
     attention that mattered flowed into token s. ``extra["map"]`` is R itself (layers x
     heads x t x s) and ``extra["per_head"]`` its sum per head (layers x heads).
     """
-    ids = input_ids(lm, text)
-    dec = decoder_input_ids(lm, decoder_input)
+    inputs = lm.inputs
+    ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
     net = lm.net
-    prefix = stack_prefix(lm)
+    prefix = input_prefix(lm.net)
     names = select(net.hook_points, f"{prefix}blocks.*.attn.pattern")
     patterns: dict[str, torch.Tensor] = {}
 
@@ -294,7 +297,7 @@ def attention_x_gradient(
     }
     # Explicit attention: the fused kernel never forms A, so F would not depend on it.
     with torch.enable_grad(), evaluating(net), net.attention_impl("explicit"), net.hooks(hooks):
-        score = tgt(forward(lm, ids, dec), ids)
+        score = tgt(inputs.forward(ids, dec), ids)
         grads = torch.autograd.grad(score.sum(), [patterns[n] for n in names])
     pattern = torch.stack([patterns[n][0].detach() for n in names])  # l h t s
     relevance = pattern * torch.stack([g[0] for g in grads]).abs()  # l h t s
@@ -303,7 +306,7 @@ def attention_x_gradient(
     notes = [f"most relevant head: layer {layer}, head {head} ({float(per_head.max()):.4f})"]
     extra = {"map": relevance, "per_head": per_head, "score": float(score[0].detach()), "notes": notes}
     return Attribution(
-        token_strings(lm, ids), relevance.sum(dim=(0, 1, 2)), "attention x gradient", tgt.label, extra
+        inputs.labels(ids), relevance.sum(dim=(0, 1, 2)), "attention x gradient", tgt.label, extra
     )
 
 
@@ -321,8 +324,8 @@ def occlusion(
     ``remove`` (drop the token; later tokens shift one position left). For an encoder the
     scored ``[MASK]`` itself is not occluded: its entry is NaN.
     """
-    ids = input_ids(lm, text)
-    dec = decoder_input_ids(lm, decoder_input)
+    inputs = lm.inputs
+    ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
     t = ids.shape[1]
     if replacement == "remove":
@@ -332,7 +335,7 @@ def occlusion(
     else:
         if isinstance(replacement, str) and replacement not in REPLACEMENTS:
             raise ValueError(f"replacement={replacement!r}; allowed: {', '.join(REPLACEMENTS)} or a token id")
-        new = special_id(lm, replacement) if isinstance(replacement, str) else token_id(lm, replacement)
+        new = special_id(lm, replacement) if isinstance(replacement, str) else inputs.token_id(replacement)
         variants = ids.repeat(t, 1)  # t t
         variants.fill_diagonal_(new)
     positions, scored = None, None
@@ -343,11 +346,11 @@ def occlusion(
         if replacement == "remove":
             positions[:scored] -= 1  # removing an earlier token shifts the [MASK] left
     with torch.no_grad(), evaluating(lm.net):
-        clean = tgt(forward(lm, ids, dec), ids)  # 1
+        clean = tgt(inputs.forward(ids, dec), ids)  # 1
         size = _chunk(t)
         occluded = torch.cat(
             [
-                tgt(forward(lm, v, dec), v, None if positions is None else positions[i : i + size])
+                tgt(inputs.forward(v, dec), v, None if positions is None else positions[i : i + size])
                 for i, v in zip(range(0, t, size), variants.split(size), strict=True)
             ]
         )  # t
@@ -356,4 +359,4 @@ def occlusion(
         drops[scored] = float("nan")  # the scored [MASK] itself is not occluded
     label = "removed" if replacement == "remove" else f"replaced by {replacement!r}"
     extra = {"score": float(clean[0]), "replacement": replacement, "notes": [f"each token {label}"]}
-    return Attribution(token_strings(lm, ids), drops, "occlusion", tgt.label, extra)
+    return Attribution(inputs.labels(ids), drops, "occlusion", tgt.label, extra)

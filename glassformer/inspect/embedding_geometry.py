@@ -29,19 +29,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from glassformer.inspect.inputs import (
-    decoder_input_ids,
-    evaluating,
-    forward,
-    input_ids,
-    stack_prefix,
-    token_id,
-    token_strings,
-)
-from glassformer.models import EncoderDecoderLM, EncoderModel
+from glassformer.inputs import TokenInput, evaluating, input_prefix
+from glassformer.models import EncoderModel
 
-if TYPE_CHECKING:  # glassformer.lm imports this package
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
+    from glassformer.lm import LanguageModel
 
 METHODS = ("pca", "tsne")
 
@@ -100,9 +92,7 @@ def cosine_similarity(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def token_embeddings(lm: LanguageModel) -> torch.Tensor:
     """The input token embedding matrix E: v d (shared by encoder and decoder in seq2seq)."""
-    net = lm.net
-    table = net.shared if isinstance(net, EncoderDecoderLM) else net.embed.token
-    return table.weight.detach()
+    return lm.net.token_embedding.weight.detach()
 
 
 def _ranked(lm, vector: torch.Tensor, k: int, exclude: Sequence[int], query: str) -> Neighbours:
@@ -116,7 +106,7 @@ def _ranked(lm, vector: torch.Tensor, k: int, exclude: Sequence[int], query: str
     similarity = cosine_similarity(table, vector)  # v
     similarity[list(exclude)] = float("-inf")
     values, ids = similarity.topk(min(k, len(similarity) - len(set(exclude))))
-    names = token_strings(lm, ids[None])
+    names = lm.inputs.labels(ids)
     return Neighbours(query, names, values.tolist(), ids.tolist())
 
 
@@ -125,18 +115,19 @@ def nearest_tokens(lm: LanguageModel, token_or_vector: str | int | torch.Tensor,
     or id; the token itself excluded) or to a d-vector."""
     if isinstance(token_or_vector, torch.Tensor):
         return _ranked(lm, token_or_vector.detach().float(), k, (), "a vector")
-    token = token_id(lm, token_or_vector)
+    token = lm.inputs.token_id(token_or_vector)
     vector = token_embeddings(lm)[token].float()
-    return _ranked(lm, vector, k, (token,), repr(token_strings(lm, torch.tensor([[token]]))[0]))
+    return _ranked(lm, vector, k, (token,), repr(lm.inputs.labels([token])[0]))
 
 
 def analogy(lm: LanguageModel, a: str | int, b: str | int, c: str | int, k: int = 5) -> Neighbours:
     """The k tokens nearest b - a + c ("a is to b as c is to ?"), the three inputs excluded.
     Each vector is normalized first (3CosAdd), so no word dominates by its length."""
-    ids = [token_id(lm, t) for t in (a, b, c)]
+    inputs = lm.inputs
+    ids = [inputs.token_id(t) for t in (a, b, c)]
     table = token_embeddings(lm).float()
     unit_a, unit_b, unit_c = torch.nn.functional.normalize(table[ids], dim=-1)
-    names = token_strings(lm, torch.tensor([ids]))
+    names = inputs.labels(ids)
     query = f"{names[1]!r} - {names[0]!r} + {names[2]!r}"
     return _ranked(lm, unit_b - unit_a + unit_c, k, ids, query)
 
@@ -217,21 +208,22 @@ def hidden_state_trajectory(
     does. Without it a few positions with massive activations (the first token of most
     pretrained decoders is an attention sink whose norm is ~100x the others') take all
     the variance, and every other token sits in one dot."""
-    ids = input_ids(lm, text)
-    prefix = stack_prefix(lm)
+    inputs = lm.inputs
+    ids = inputs.single(text)
+    prefix = input_prefix(lm.net)
     names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(lm.config.n_layers)]
     store: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, name: str) -> None:
         store[name] = x.detach()[0]  # t d
 
-    dec = decoder_input_ids(lm, None)  # the start token alone, for an encoder-decoder
+    # An encoder-decoder's decoder reads its start token alone: only the encoder matters here.
     with torch.no_grad(), evaluating(lm.net), lm.net.hooks(dict.fromkeys(names, keep)):
-        forward(lm, ids, dec)
+        inputs.forward(ids)
     states = torch.stack([store[n] for n in names]).float()  # layers t d
     if normalize:
         states = states * torch.rsqrt(states.pow(2).mean(-1, keepdim=True) + 1e-12)
     layers, t, d = states.shape
     projection = project(states.reshape(layers * t, d), method, dims, seed)
     points = projection.points.reshape(layers, t, -1)  # layers t dims
-    return Trajectory(points, token_strings(lm, ids), names, method, projection.explained_variance_ratio)
+    return Trajectory(points, inputs.labels(ids), names, method, projection.explained_variance_ratio)

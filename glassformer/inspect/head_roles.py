@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from glassformer.inputs import input_prefix
 from glassformer.inspect.attention_stats import (
     SEPARATORS,
     attention_patterns,
@@ -37,8 +38,8 @@ from glassformer.inspect.attention_stats import (
     separator_positions,
     stacked_patterns,
 )
+from glassformer.models import DecoderLM
 from glassformer.nn.trace import Trace, capture
-from glassformer.models import DecoderLM, EncoderDecoderLM
 
 
 def previous_token_scores(trace: Trace, prefix: str = "") -> torch.Tensor:
@@ -131,7 +132,9 @@ def induction_scores(
     generator = torch.Generator().manual_seed(seed)
     first = pool[torch.randint(len(pool), (n_seqs, seq_len), generator=generator)]  # n seq_len
     ids = torch.cat([torch.tensor([bos] * n_seqs, dtype=torch.long), first, first], 1)  # n t
-    trace = capture(net, "blocks.*.attn.pattern", lambda: net(ids.to(_device(net))), input_ids=ids)
+    inputs = lm.inputs
+    ids = ids.to(inputs.device)
+    trace = capture(net, "blocks.*.attn.pattern", lambda: inputs.forward(ids), input_ids=ids)
     patterns = stacked_patterns(trace)  # layers n h t s
     queries = torch.arange(len(bos) + seq_len, len(bos) + 2 * seq_len)
     return patterns[..., queries, queries - seq_len + 1].mean(-1).mean(1)  # layers h
@@ -149,10 +152,6 @@ def _token_pool(lm, token_ids: Sequence[int] | None) -> torch.Tensor:
     if int(pool.min()) < 0 or int(pool.max()) >= vocab:
         raise ValueError(f"token_ids must lie in 0..{vocab - 1} (vocab_size={vocab})")
     return pool
-
-
-def _device(net: torch.nn.Module) -> torch.device:
-    return next(net.parameters()).device
 
 
 # -- all roles at once ---------------------------------------------------------------------
@@ -197,9 +196,8 @@ def head_roles(lm, text, top: int = 3, prefix: str | None = None, max_offset: in
     encoder-decoder (default ``"encoder."``).
     """
     if prefix is None:
-        prefix = "encoder." if isinstance(lm.net, EncoderDecoderLM) else ""
-    ids = lm.ids(text)
-    check_length(lm, ids)
+        prefix = input_prefix(lm.net)
+    ids = lm.inputs.single(text)
     trace = lm.trace(ids, names=f"{prefix}blocks.*.attn.pattern")
     if ids.shape[1] < 2:
         raise ValueError("head roles need a text of at least 2 tokens")
@@ -221,13 +219,3 @@ def head_roles(lm, text, top: int = 3, prefix: str | None = None, max_offset: in
         order = flat.argsort(descending=True)[:top].tolist()
         best[role] = [(k // n_heads, k % n_heads, float(flat[k])) for k in order]
     return HeadRoles(scores, best, offsets, list(trace.tokens))
-
-
-def check_length(lm, ids: torch.Tensor) -> None:
-    """ValueError when ``ids`` is longer than the model's max_seq_len."""
-    limit = lm.config.max_seq_len
-    if ids.shape[-1] > limit:
-        raise ValueError(
-            f"text of {ids.shape[-1]:,} tokens exceeds max_seq_len={limit:,} of this model; "
-            "pass a shorter text"
-        )

@@ -36,19 +36,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from glassformer.inspect.inputs import (
-    decoder_input_ids,
-    evaluating,
-    forward,
-    input_ids,
-    stack_prefix,
-    token_strings,
-)
+from glassformer.inputs import TokenInput, evaluating, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target
 from glassformer.nn.hooks import HookFn
 
-if TYPE_CHECKING:  # glassformer.lm imports this package
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
+    from glassformer.lm import LanguageModel
 
 MODES = ("zero", "mean")
 SWEEPS = ("resid_pre", "resid_mid", "resid_post", "attn.out", "ffn.out", "attn.z")
@@ -146,11 +139,12 @@ def _check_heads(heads: Sequence[int], n: int, what: str = "heads") -> list[int]
 
 
 def _pair(lm, clean_text, corrupt_text) -> tuple[torch.Tensor, torch.Tensor]:
-    clean, corrupt = input_ids(lm, clean_text, "clean_text"), input_ids(lm, corrupt_text, "corrupt_text")
+    inputs = lm.inputs
+    clean, corrupt = inputs.single(clean_text, "clean_text"), inputs.single(corrupt_text, "corrupt_text")
     if clean.shape[1] != corrupt.shape[1]:
         raise ValueError(
-            f"clean text has {clean.shape[1]} tokens {token_strings(lm, clean)} and corrupt text "
-            f"{corrupt.shape[1]} {token_strings(lm, corrupt)}; patching swaps activations position "
+            f"clean text has {clean.shape[1]} tokens {inputs.labels(clean)} and corrupt text "
+            f"{corrupt.shape[1]} {inputs.labels(corrupt)}; patching swaps activations position "
             "by position, so both need the same token count"
         )
     return clean, corrupt
@@ -159,7 +153,7 @@ def _pair(lm, clean_text, corrupt_text) -> tuple[torch.Tensor, torch.Tensor]:
 def _run(lm, ids, dec, target: Target, hooks: dict[str, HookFn] | None = None) -> torch.Tensor:
     """F for each row of ids (b), with ``hooks`` attached."""
     with torch.no_grad(), evaluating(lm.net), lm.net.hooks(hooks or {}):
-        return target(forward(lm, ids, dec), ids)
+        return target(lm.inputs.forward(ids, dec), ids)
 
 
 def _capture(lm, ids, dec, target: Target, names: Sequence[str]) -> tuple[dict[str, torch.Tensor], float]:
@@ -222,13 +216,13 @@ def ablate_head(
         raise ValueError(f"mode={mode!r}; allowed values: {', '.join(MODES)}")
     _check_layer(lm, layer)
     heads = _check_heads([head] if isinstance(head, int) else head, lm.config.n_heads)
-    ids = input_ids(lm, text)
-    dec = decoder_input_ids(lm, decoder_input)
+    inputs = lm.inputs
+    ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
-    name = f"{stack_prefix(lm)}blocks.{layer}.attn.z"
+    name = f"{input_prefix(lm.net)}blocks.{layer}.attn.z"
     mean = None
     if mode == "mean" and reference is not None:
-        rows = [_capture(lm, input_ids(lm, r, "reference"), dec, tgt, [name])[0][name][0] for r in reference]
+        rows = [_capture(lm, inputs.single(r, "reference"), dec, tgt, [name])[0][name][0] for r in reference]
         if not rows:
             raise ValueError("reference is empty: give at least one text, or reference=None")
         mean = torch.cat(rows, dim=1).mean(dim=1)  # h t e over every text -> h e
@@ -273,12 +267,26 @@ def patch_activation(
         sample = ", ".join(list(net.hook_points)[:8])
         raise ValueError(f"no activation named {name!r} (one exact name; names look like: {sample}, ...)")
     clean_ids, corrupt_ids = _pair(lm, clean_text, corrupt_text)
-    dec = decoder_input_ids(lm, decoder_input)
+    dec = lm.inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, clean_ids, dec)
     store, clean = _capture(lm, clean_ids, dec, tgt, [name])
     value = store[name]
+    keep = _patched_part(name, value, positions, heads)
+    corrupt = float(_run(lm, corrupt_ids, dec, tgt)[0])
+    patched = float(_run(lm, corrupt_ids, dec, tgt, {name: lambda x, _: torch.where(keep, value, x)})[0])
+    where = "".join(
+        f" {label} {list(v)}" for label, v in (("positions", positions), ("heads", heads)) if v is not None
+    )
+    return PatchEffect(tgt.label, f"patched {name}{where}", clean, corrupt, patched)
+
+
+def _patched_part(
+    name: str, value: torch.Tensor, positions: Sequence[int] | None, heads: Sequence[int] | None
+) -> torch.Tensor:
+    """Which entries of one row of ``value`` (1 ...) a patch replaces: a bool mask over its
+    shape without the batch dimension, all True unless ``positions`` or ``heads`` narrow it."""
     head_dim, position_dim = _layout(name)
-    keep = torch.ones(value.shape[1:], dtype=torch.bool, device=value.device)  # what to patch, per row
+    keep = torch.ones(value.shape[1:], dtype=torch.bool, device=value.device)
     if heads is not None:
         if head_dim is None:
             raise ValueError(
@@ -298,12 +306,7 @@ def patch_activation(
         chosen = torch.zeros(n, dtype=torch.bool, device=value.device)
         chosen[list(positions)] = True
         keep &= chosen.view(n, *([1] * (value.dim() - position_dim - 1)))
-    corrupt = float(_run(lm, corrupt_ids, dec, tgt)[0])
-    patched = float(_run(lm, corrupt_ids, dec, tgt, {name: lambda x, _: torch.where(keep, value, x)})[0])
-    where = "".join(
-        f" {label} {list(v)}" for label, v in (("positions", positions), ("heads", heads)) if v is not None
-    )
-    return PatchEffect(tgt.label, f"patched {name}{where}", clean, corrupt, patched)
+    return keep
 
 
 def patching_sweep(
@@ -323,9 +326,9 @@ def patching_sweep(
     if activation not in SWEEPS:
         raise ValueError(f"activation={activation!r}; allowed values: {', '.join(SWEEPS)}")
     clean_ids, corrupt_ids = _pair(lm, clean_text, corrupt_text)
-    dec = decoder_input_ids(lm, decoder_input)
+    dec = lm.inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, clean_ids, dec)
-    prefix = stack_prefix(lm)
+    prefix = input_prefix(lm.net)
     if activation == "resid_pre":
         names = [f"{prefix}embed.out"] + [
             f"{prefix}blocks.{i}.resid_post" for i in range(lm.config.n_layers - 1)
@@ -354,6 +357,6 @@ def patching_sweep(
     if activation == "attn.z":
         columns = [f"head {h}" for h in range(n)]
     else:
-        pairs = zip(token_strings(lm, clean_ids), token_strings(lm, corrupt_ids), strict=True)
+        pairs = zip(lm.inputs.labels(clean_ids), lm.inputs.labels(corrupt_ids), strict=True)
         columns = [repr(a) if a == b else f"{a!r}|{b!r}" for a, b in pairs]
     return PatchingSweep(recovered, patched, names, columns, activation, tgt.label, clean, corrupt)

@@ -32,10 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-from glassformer.generate import decoder_start_id
-from glassformer.inspect.head_roles import check_length
+from glassformer.models import EncoderModel
 from glassformer.nn.trace import capture
-from glassformer.models import EncoderDecoderLM, EncoderModel
 
 
 @dataclass
@@ -89,9 +87,10 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
     probability of ``target`` (a token id, or a string that is exactly one token).
 
     Decoders and encoders with a masked-LM head; for an encoder-decoder, ``text`` is the
-    source and ``decoder_input`` the decoder's tokens (default: the start token).
+    source and ``decoder_input`` the decoder's input (default: the start token; text: the
+    start token followed by its tokens), whose stack the lens reads.
     """
-    net, config = lm.net, lm.config
+    net, config, inputs = lm.net, lm.config, lm.inputs
     if isinstance(net, EncoderModel) and net.mlm_head is None:
         raise ValueError(
             "the logit lens needs an LM head, and this encoder has none (a sentence encoder, "
@@ -99,27 +98,13 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
         )
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= config.vocab_size:
         raise ValueError(f"k must be an int in 1..{config.vocab_size}, got {k!r}")
-    ids = lm.ids(text)
-    check_length(lm, ids)
-    if ids.shape[0] != 1:
-        raise ValueError(f"the logit lens reads one text, got a batch of {ids.shape[0]}")
-    target_id = None if target is None else _target_id(lm, target)
-
-    seq2seq = isinstance(net, EncoderDecoderLM)
-    if seq2seq:
-        start = [decoder_start_id(config)]
-        dec = lm.ids(decoder_input if decoder_input is not None else start, "decoder_input")
-        check_length(lm, dec)
-        run = lambda: net(ids, dec)
-    elif decoder_input is not None:
-        raise ValueError(f"decoder_input is only for encoder-decoder models, not {config.family!r}")
-    else:
-        run = lambda: net(ids)
-    stack = "decoder." if seq2seq else ""
-    n_blocks = config.n_decoder_layers if seq2seq else config.n_layers
-    names = [f"{stack}embed.out"] + [f"{stack}blocks.{i}.resid_post" for i in range(n_blocks)]
-
-    streams = capture(net, names, run)  # one pass: every layer's residual stream
+    ids = inputs.single(text)
+    dec = inputs.decoder_ids(decoder_input)  # None but for an encoder-decoder
+    target_id = None if target is None else inputs.token_id(target, "target")
+    prefix = "decoder." if dec is not None else ""
+    n_blocks = len(net.output_stack.blocks)
+    names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(n_blocks)]
+    streams = capture(net, names, lambda: inputs.forward(ids, dec))  # one pass: every layer's stream
     top_ids, top_probs, ranks, probs = [], [], [], []
     with torch.no_grad():
         for name in names:
@@ -132,16 +117,14 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
                 ranks.append(1 + (logits > logits[:, target_id : target_id + 1]).sum(-1))  # t
                 probs.append(p[:, target_id])
     top_ids_t = torch.stack(top_ids).cpu()  # layers t k
-    decoded = _token_strings(lm, top_ids_t)
-    input_ids = dec if seq2seq else ids
     return LogitLens(
-        tokens=[_token_string(lm, i) for i in input_ids[0].tolist()],
+        tokens=inputs.labels(ids if dec is None else dec),
         layers=names,
         top_ids=top_ids_t,
         top_probs=torch.stack(top_probs).cpu(),
-        top_tokens=decoded,
+        top_tokens=[[inputs.labels(row) for row in layer] for layer in top_ids_t],
         target_id=target_id,
-        target_token=None if target_id is None else _token_string(lm, target_id),
+        target_token=None if target_id is None else inputs.labels([target_id])[0],
         target_ranks=torch.stack(ranks).cpu() if target_id is not None else None,
         target_probs=torch.stack(probs).cpu() if target_id is not None else None,
     )
@@ -151,38 +134,4 @@ def unembed(net, x: torch.Tensor) -> torch.Tensor:
     """Logits of a residual stream x (b t d -> b t v), as the model computes them after its
     last block: its final norm (the identity in post-norm models such as BERT, whose blocks
     end normed), then the model's own head (`TransformerModel.unembed`)."""
-    stack = net.decoder if isinstance(net, EncoderDecoderLM) else net
-    return net.unembed(stack.final_norm(x))
-
-
-def _target_id(lm, target: str | int) -> int:
-    vocab = lm.config.vocab_size
-    if isinstance(target, bool):
-        raise TypeError("target must be a token string or a token id, got a bool")
-    if isinstance(target, int):
-        if not 0 <= target < vocab:
-            raise ValueError(f"target id {target} is not in the vocabulary (ids 0..{vocab - 1})")
-        return target
-    if not isinstance(target, str):
-        raise TypeError(f"target must be a token string or a token id, got {type(target).__name__}")
-    if lm.tokenizer is None:
-        raise ValueError("target is text but this model has no tokenizer; pass a token id")
-    special = set(getattr(lm.tokenizer, "special_tokens", {}).values())
-    pieces = lm.tokenizer.encode(target, allowed_special="all")
-    if not (len(pieces) == 1 and pieces[0] in special):
-        pieces = [i for i in pieces if i not in special]  # [CLS] / [SEP] added by WordPiece
-    if len(pieces) != 1:
-        shown = [lm.tokenizer.id_to_token(i) for i in pieces]
-        raise ValueError(
-            f"target {target!r} is {len(pieces)} tokens {shown}, not one; pick a single token "
-            "(mind the leading space: ' Paris' and 'Paris' differ) or pass a token id"
-        )
-    return pieces[0]
-
-
-def _token_string(lm, token_id: int) -> str:
-    return lm.tokenizer.id_to_token(token_id) if lm.tokenizer is not None else str(token_id)
-
-
-def _token_strings(lm, ids: torch.Tensor) -> list[list[list[str]]]:
-    return [[[_token_string(lm, i) for i in row] for row in layer] for layer in ids.tolist()]
+    return net.unembed(net.output_stack.final_norm(x))

@@ -16,7 +16,7 @@ import torch
 from glassformer.inputs import evaluating
 from glassformer.models import EncoderModel
 
-if TYPE_CHECKING:  # glassformer.lm imports this package
+if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel
 
 TargetSpec = str | int | tuple[Any, Any] | Callable[[torch.Tensor], torch.Tensor] | None
@@ -52,14 +52,7 @@ def make_target(
     if isinstance(target, Target):
         return target
     if callable(target):
-        name = getattr(target, "__name__", "score")
-
-        def each_row(output: torch.Tensor, ids: torch.Tensor, positions=None) -> torch.Tensor:
-            # The user's function sees one input at a time, as a batch of one.
-            rows = [torch.as_tensor(target(output[i : i + 1])).reshape(()) for i in range(len(output))]
-            return torch.stack(rows)
-
-        return Target(f"{'score' if name == '<lambda>' else name}(output)", each_row)
+        return _function_target(target)
     net = lm.net
     if isinstance(net, EncoderModel) and net.mlm_head is None:
         raise ValueError(
@@ -67,20 +60,8 @@ def make_target(
             "apply; pass a function of its hidden states instead, e.g. "
             "target=lambda hidden: hidden[0].mean(0) @ direction"
         )
-    masked = isinstance(net, EncoderModel)
-    mask_id = special_id(lm, "mask") if masked else None
-    if masked and ids is not None and not bool((ids == mask_id).any()):
-        raise ValueError(
-            f"an encoder's target is read at the masked position, and this text has no mask token "
-            f"({show_token(lm, mask_id)}); write it where the target token goes"
-        )
-
-    def positions(output: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        if masked:
-            return (ids == mask_id).int().argmax(dim=1)  # b: the first mask of each row
-        return torch.full((len(output),), output.shape[1] - 1, device=output.device)  # b: the last
-
-    where = "the masked position" if masked else "the last position"
+    positions = _scored_positions(lm, ids)
+    where = "the masked position" if isinstance(net, EncoderModel) else "the last position"
     if target is None:
         if ids is None:
             raise ValueError("target=None (the top prediction) needs the input ids")
@@ -102,6 +83,32 @@ def make_target(
         return logits[:, good] - logits[:, bad] if bad is not None else logits[:, good]
 
     return Target(label, score)
+
+
+def _function_target(fn: Callable[[torch.Tensor], Any]) -> Target:
+    """A Target from the user's ``score(output) -> scalar``, called on one input at a time."""
+    name = getattr(fn, "__name__", "score")
+
+    def each_row(output: torch.Tensor, ids: torch.Tensor, positions=None) -> torch.Tensor:
+        # The user's function sees one input at a time, as a batch of one.
+        rows = [torch.as_tensor(fn(output[i : i + 1])).reshape(()) for i in range(len(output))]
+        return torch.stack(rows)
+
+    return Target(f"{'score' if name == '<lambda>' else name}(output)", each_row)
+
+
+def _scored_positions(lm, ids: torch.Tensor | None) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """Where a token target is read, per row: an encoder's first [MASK], else the last
+    position. Checks that ``ids`` holds a mask token for an encoder."""
+    if not isinstance(lm.net, EncoderModel):
+        return lambda output, ids: torch.full((len(output),), output.shape[1] - 1, device=output.device)
+    mask_id = special_id(lm, "mask")
+    if ids is not None and not bool((ids == mask_id).any()):
+        raise ValueError(
+            f"an encoder's target is read at the masked position, and this text has no mask token "
+            f"({show_token(lm, mask_id)}); write it where the target token goes"
+        )
+    return lambda output, ids: (ids == mask_id).int().argmax(dim=1)  # b: the first mask of each row
 
 
 def show_token(lm, token: int) -> str:

@@ -31,8 +31,7 @@ def _blocks(name: str, config: ModelConfig) -> list[int]:
 
 def init_weights(model: nn.Module, config: ModelConfig) -> None:
     """Initialize every parameter of ``model`` in place, following ``config.init``."""
-    depth = config.n_layers + (config.n_decoder_layers if config.family == "encoder_decoder" else 0)
-    residual_std = config.init_std / math.sqrt(2 * depth)
+    residual_std = config.init_std / math.sqrt(2 * sum(config.stack_depths))
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear):
             if config.init == "xavier":

@@ -48,8 +48,7 @@ class KVCache:
         device: torch.device | str | None = None,
     ) -> KVCache:
         """A cache for the model's (decoder) stack, for ``max_len`` tokens in total."""
-        n_layers = config.n_decoder_layers if config.family == "encoder_decoder" else config.n_layers
-        return cls(n_layers, batch, config.n_kv_heads, max_len, config.d_head, dtype, device)
+        return cls(config.decoder_depth, batch, config.n_kv_heads, max_len, config.d_head, dtype, device)
 
     @property
     def max_len(self) -> int:

@@ -6,8 +6,9 @@ toward zero at each step, independently of the gradient::
     w <- w - lr * (adam_update(g) + weight_decay * w)
 
 That pull is a prior that weights should be small. It makes sense for the matrices of
-``nn.Linear`` layers (q/k/v/o projections, the FFN, a pooler, an untied LM head), whose
-scale the following normalization absorbs anyway. It does not make sense for:
+``nn.Linear`` layers (the stacked q/k/v projection ``qkv_proj``, ``o_proj``, the FFN, a
+pooler, an untied LM head), whose scale the following normalization absorbs anyway. It
+does not make sense for:
 
 - biases and normalization gains (``LayerNorm.weight`` starts at 1: decaying it fights
   the initialization and the scale the network needs);
@@ -24,10 +25,10 @@ shares one table three ways) is one parameter and appears once, as an embedding.
 >>> net = build(ModelConfig(d_model=16, n_layers=1, n_heads=2, vocab_size=20))
 >>> decay, no_decay = parameter_groups(net, weight_decay=0.1)
 >>> decay["param_names"]
-['blocks.0.attn.q_proj.weight', 'blocks.0.attn.k_proj.weight', 'blocks.0.attn.v_proj.weight', \
-'blocks.0.attn.o_proj.weight', 'blocks.0.ffn.up_proj.weight', 'blocks.0.ffn.down_proj.weight']
+['stack.blocks.0.attn.qkv_proj.weight', 'stack.blocks.0.attn.o_proj.weight', \
+'stack.blocks.0.ffn.up_proj.weight', 'stack.blocks.0.ffn.down_proj.weight']
 >>> no_decay["param_names"][:3]
-['embed.token.weight', 'embed.position.weight', 'blocks.0.attn_norm.weight']
+['stack.embed.token.weight', 'stack.embed.position.weight', 'stack.blocks.0.attn_norm.weight']
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def make_optimizer(
     >>> from glassformer.models import build
     >>> opt = make_optimizer(build(ModelConfig(n_layers=1)), "adamw", lr=3e-4)
     >>> [(g["weight_decay"], len(g["params"])) for g in opt.param_groups]
-    [(0.1, 6), (0.0, 14)]
+    [(0.1, 4), (0.0, 12)]
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZERS)}")

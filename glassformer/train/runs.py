@@ -24,9 +24,10 @@ from glassformer.models import TransformerModel, build
 from glassformer.tokenizers import Tokenizer, load_tokenizer
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.train import corpus as corpora
-from glassformer.train.data import LMBatches, MLMBatches, token_file
+from glassformer.train.data import LMBatches, MLMBatches
 from glassformer.train.settings import RunConfig
 from glassformer.train.tasks import TASKS, make_task
+from glassformer.train.token_files import token_file
 
 MASK, PAD, EOT = "[MASK]", "[PAD]", "<|endoftext|>"
 

@@ -10,7 +10,7 @@ they came from; later runs map the file instead of encoding again. The batchers 
 >>> tokenizer = CharTokenizer.from_text("abc ")
 >>> with tempfile.TemporaryDirectory() as folder:
 ...     ids = token_file("abc cab", tokenizer, Path(folder) / "tokens.bin")
-...     list(ids), ids.dtype
+...     ids.tolist(), ids.dtype
 ([1, 2, 3, 0, 3, 1, 2], dtype('uint16'))
 """
 
@@ -63,11 +63,19 @@ def token_file(text: str, tokenizer: Tokenizer, path: str | Path, chunk_chars: i
         "tokenizer_sha256": tokenizer_fingerprint(tokenizer),
         "text_sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(),
     }
-    sidecar = path.with_name(path.name + ".json")
+    sidecar = _sidecar(path)
     cached = _read_meta(sidecar)
     if cached is not None and {k: cached.get(k) for k in meta} == meta and _size_matches(path, cached):
         return np.memmap(path, dtype=dtype, mode="r", shape=(cached["length"],))
 
+    length = _encode_to_file(text, tokenizer, path, dtype, chunk_chars)
+    write_text_atomic(sidecar, json.dumps({**meta, "length": length}, indent=1))
+    return np.memmap(path, dtype=dtype, mode="r", shape=(length,))
+
+
+def _encode_to_file(text: str, tokenizer: Tokenizer, path: Path, dtype: np.dtype, chunk_chars: int) -> int:
+    """Encode ``text`` chunk by chunk into a temporary file, then rename it to ``path``
+    (removing the old sidecar first); returns the number of ids written."""
     options = _plain_text_options(tokenizer)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -85,13 +93,12 @@ def token_file(text: str, tokenizer: Tokenizer, path: str | Path, chunk_chars: i
             os.fsync(handle.fileno())
         if length == 0:
             raise ValueError(f"the text for {path.name} encodes to no tokens: there is nothing to train on")
-        sidecar.unlink(missing_ok=True)  # from here until the new sidecar, no cache is valid
+        _sidecar(path).unlink(missing_ok=True)  # from here until the new sidecar, no cache is valid
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    write_text_atomic(sidecar, json.dumps({**meta, "length": length}, indent=1))
-    return np.memmap(path, dtype=dtype, mode="r", shape=(length,))
+    return length
 
 
 def tokenizer_fingerprint(tokenizer: Tokenizer) -> str:
@@ -117,6 +124,10 @@ def _chunks(text: str, chunk_chars: int):
         end = match.end() if match else len(text)
         yield text[start:end]
         start = end
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
 
 
 def _read_meta(sidecar: Path) -> dict[str, Any] | None:

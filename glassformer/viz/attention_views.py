@@ -29,7 +29,7 @@ HeadView(2 layers x 4 heads, 3 query tokens x 3 key tokens)
 >>> HeadView(weights, ["The", " cat"])
 Traceback (most recent call last):
 ...
-ValueError: tokens has 2 tokens but the query axis has 3 positions
+ValueError: 2 tokens for 3 query positions: pass one label per position (trace.tokens)
 """
 
 from __future__ import annotations
@@ -39,11 +39,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 import torch
 
-from glassformer.viz.html import View, as_float_tensor, check_tokens, check_weights, encode_weights
+from glassformer.viz.data import check_tokens
+from glassformer.viz.html import View, as_float_tensor, check_weights, encode_weights
 from glassformer.viz.sources import attention_source
 
-if TYPE_CHECKING:
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the views
+    from glassformer.inputs import TokenInput
+    from glassformer.lm import LanguageModel
 
 # The head view draws every line on one canvas, max(t, s) rows tall: browsers cap a canvas
 # at 32,767 pixels a side, and the page would no longer be readable anyway.
@@ -80,8 +82,10 @@ class _AttentionView(View):
         n_layers, n_heads, t, s = weights.shape
         self._check_size(n_layers, n_heads, t, s)
         check_weights(weights, "attention")
-        self.query_tokens = check_tokens(tokens, t, "tokens", "query")
-        self.key_tokens = None if key_tokens is None else check_tokens(key_tokens, s, "key_tokens", "key")
+        self.query_tokens = check_tokens(tokens, t, "tokens", "query positions")
+        self.key_tokens = (
+            None if key_tokens is None else check_tokens(key_tokens, s, "key_tokens", "key positions")
+        )
         if self.key_tokens is None and s != t:
             raise ValueError(
                 f"attention has {t} queries but {s} keys: cross-attention needs key_tokens (one per key)"

@@ -8,6 +8,7 @@ ValueError that names the shape expected and what to pass instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -38,13 +39,23 @@ def to_array(value: Any, ndim: int, name: str, letters: str, hint: str = "") -> 
 
 
 def check_tokens(tokens: Any, n: int, name: str, what: str) -> list[str]:
-    """``tokens`` as a list of n strings, or a ValueError saying what was expected."""
-    if isinstance(tokens, str):
-        raise ValueError(f"{name} must be a list of token strings (trace.tokens), not one string")
-    tokens = [str(token) for token in tokens]
-    if len(tokens) != n:
-        raise ValueError(f"{len(tokens)} {name} for {n} {what}: pass one token per position (trace.tokens)")
-    return tokens
+    """``tokens`` as a list of n strings (one per position of ``what``), or a ValueError
+    saying what was expected. Every view, figure and HTML alike, checks its labels here.
+
+    >>> check_tokens(["The", " cat"], 2, "tokens", "query positions")
+    ['The', ' cat']
+    >>> check_tokens(["The"], 2, "tokens", "query positions")
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 tokens for 2 query positions: pass one label per position (trace.tokens)
+    """
+    if isinstance(tokens, str) or not isinstance(tokens, Iterable):
+        got = "one string" if isinstance(tokens, str) else type(tokens).__name__
+        raise ValueError(f"{name} must be a list of token strings (trace.tokens), not {got}")
+    labels = [str(token) for token in tokens]
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} {name} for {n} {what}: pass one label per position (trace.tokens)")
+    return labels
 
 
 def token_label(token: str, limit: int = 14) -> str:

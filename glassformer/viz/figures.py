@@ -62,10 +62,10 @@ def attention_heatmap(
     """
     p = to_array(pattern, 2, "pattern", "t s: one head", "pick one head, e.g. pattern[0, head]")
     t, s = p.shape
-    queries = check_tokens(query_tokens, t, "query_tokens", "query rows of the pattern")
+    queries = check_tokens(query_tokens, t, "query_tokens", "query positions")
     if key_tokens is None and s != t:
         raise ValueError(f"the pattern has {t} queries but {s} keys; pass key_tokens (one per key)")
-    keys = check_tokens(key_tokens if key_tokens is not None else queries, s, "key_tokens", "key columns")
+    keys = check_tokens(key_tokens if key_tokens is not None else queries, s, "key_tokens", "key positions")
     hidden = causal_cells(p, causal)
     cell = min(0.4, max(0.12, 9 / max(t, s)))
     fig = new_figure(min(14.0, 2.8 + s * cell), min(13.0, 2.2 + t * cell))
@@ -97,10 +97,10 @@ def attention_grid(
         patterns, 3, "patterns", "h t s: the heads of one layer", "for one head use attention_heatmap"
     )
     h, t, s = p.shape
-    queries = check_tokens(tokens, t, "tokens", "query rows of the patterns")
+    queries = check_tokens(tokens, t, "tokens", "query positions")
     if key_tokens is None and s != t:
         raise ValueError(f"the patterns have {t} queries but {s} keys; pass key_tokens (one per key)")
-    keys = check_tokens(key_tokens if key_tokens is not None else queries, s, "key_tokens", "key columns")
+    keys = check_tokens(key_tokens if key_tokens is not None else queries, s, "key_tokens", "key positions")
     ncols = math.ceil(math.sqrt(h))
     nrows = math.ceil(h / ncols)
     panel = 2.4 if max(t, s) <= 24 else 3.2
@@ -167,7 +167,7 @@ def attention_between(
         patterns, 4, "patterns", "layers h t s", "stack the layers: trace.stack('blocks.*.attn.pattern')"
     )
     layers, h, t, s = p.shape
-    words = check_tokens(tokens, t, "tokens", "query positions of the patterns")
+    words = check_tokens(tokens, t, "tokens", "query positions")
     q = _position(query, words, "query")
     k = _position(key, words if s == t else [str(i) for i in range(s)], "key")
     values = p[:, :, q, k]  # layers h

@@ -40,7 +40,6 @@ import math
 import uuid
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -109,16 +108,6 @@ def _block(dtype: str, shape: list[int], data: bytes, compression: str | None) -
         "compression": compression,
         "data": base64.b64encode(data).decode("ascii"),
     }
-
-
-def check_tokens(tokens: Sequence[str], length: int, name: str, axis: str) -> list[str]:
-    """Token labels as strings, one per position of ``axis``."""
-    if isinstance(tokens, str):
-        raise TypeError(f"{name} must be a list of token strings, not one string")
-    labels = [str(t) for t in tokens]
-    if len(labels) != length:
-        raise ValueError(f"{name} has {len(labels)} tokens but the {axis} axis has {length} positions")
-    return labels
 
 
 # assets ----------------------------------------------------------------------------

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.viz.html import View, as_float_tensor, check_tokens, check_weights, encode_float32
+from glassformer.viz.data import check_tokens
+from glassformer.viz.html import View, as_float_tensor, check_weights, encode_float32
 from glassformer.viz.sources import attention_source
 
-if TYPE_CHECKING:
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the views
+    from glassformer.inputs import TokenInput
+    from glassformer.lm import LanguageModel
 
 
 class NeuronView(View):
@@ -74,10 +76,12 @@ class NeuronView(View):
                     f"{name} must be (t, s) = ({t}, {s}) for this q and k, got {tuple(value.shape)}"
                 )
         check_weights(pattern, "pattern")
-        self.query_tokens = check_tokens(tokens, t, "tokens", "query")
+        self.query_tokens = check_tokens(tokens, t, "tokens", "query positions")
         if key_tokens is None and s != t:
             raise ValueError(f"q has {t} queries but k has {s} keys: cross-attention needs key_tokens")
-        self.key_tokens = None if key_tokens is None else check_tokens(key_tokens, s, "key_tokens", "key")
+        self.key_tokens = (
+            None if key_tokens is None else check_tokens(key_tokens, s, "key_tokens", "key positions")
+        )
         if not -t <= query < t:
             raise ValueError(f"query {query} is out of range: there are {t} query tokens (0..{t - 1})")
         self.scale = float(e**-0.5 if scale is None else scale)

@@ -126,7 +126,14 @@ def layer_animation(
     )
     frames = [go.Frame(data=[_frame_trace(path[i], text)], name=names[i]) for i in range(layers)]
     fig = go.Figure(data=frames[0].data, frames=frames)
-    redraw = dims == 3  # 3D scenes redraw each frame; 2D ones can tween
+    fig.update_layout(title=title, showlegend=False, margin={"b": 90}, **_player(names, frame_ms, dims == 3))
+    _fix_axes(fig, path)
+    return fig
+
+
+def _player(names: list[str], frame_ms: int, redraw: bool) -> dict[str, Any]:
+    """Play / pause buttons and a slider with one step per frame (layout settings).
+    3D scenes redraw each frame; 2D ones can tween."""
     play = {
         "frame": {"duration": frame_ms, "redraw": redraw},
         "fromcurrent": True,
@@ -145,10 +152,8 @@ def layer_animation(
         }
         for name in names
     ]
-    fig.update_layout(
-        title=title,
-        showlegend=False,
-        updatemenus=[
+    return {
+        "updatemenus": [
             {
                 "type": "buttons",
                 "direction": "left",
@@ -160,7 +165,7 @@ def layer_animation(
                 "showactive": False,
             }
         ],
-        sliders=[
+        "sliders": [
             {
                 "steps": steps,
                 "active": 0,
@@ -170,8 +175,12 @@ def layer_animation(
                 "currentvalue": {"prefix": "layer: "},
             }
         ],
-        margin={"b": 90},
-    )
+    }
+
+
+def _fix_axes(fig: go.Figure, path: np.ndarray) -> None:
+    """Axes that span every frame (layers t dims) and do not rescale as the frames play."""
+    dims = path.shape[-1]
     axes = {name: {"range": _range(path[:, :, i]), "autorange": False} for i, name in enumerate("xyz"[:dims])}
     if dims == 3:
         camera = {"eye": {"x": 1.6, "y": 1.6, "z": 1.1}}  # a step back: the cube's corners stay in view
@@ -180,7 +189,6 @@ def layer_animation(
         )
     else:
         fig.update_layout(xaxis=axes["x"], yaxis=axes["y"])
-    return fig
 
 
 def hidden_state_animation(

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from glassformer.inspect.inputs import decoder_input_ids, input_ids
 from glassformer.nn.trace import Trace
 
-if TYPE_CHECKING:
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the views
+    from glassformer.inputs import TokenInput
+    from glassformer.lm import LanguageModel
 
 ATTENTION_KINDS = ("self", "encoder", "decoder", "cross")
 
@@ -84,9 +84,40 @@ def attention_source(
     attention: str | None = None,
     decoder_input: TokenInput | None = None,
 ) -> AttentionSource:
-    """Resolve which attention of ``lm`` a view shows, and check that it applies."""
+    """Resolve which attention of ``lm`` a view shows, and check that it applies.
+
+    Ids, decoder ids and token labels come from the model's input pipeline (``lm.inputs``,
+    `glassformer.inputs`), so a view reads exactly what every analysis reads.
+    """
     config = lm.config
-    family = config.family
+    attention = _check_attention(config.family, attention)
+    inputs = lm.inputs
+    ids = inputs.single(text)
+    if config.family != "encoder_decoder":
+        tokens = inputs.labels(ids)
+        causal = config.family == "decoder"
+        return AttentionSource(
+            lm, "self", ids, None, tokens, tokens, "blocks", "attn", config.n_layers, causal
+        )
+    if decoder_input is None and attention != "encoder":
+        raise ValueError(
+            f"attention={attention!r} shows the decoder's queries: pass decoder_input "
+            "(the target text, or its token ids)"
+        )
+    decoder_ids = None if decoder_input is None else inputs.decoder_ids(decoder_input)
+    source = inputs.labels(ids)
+    target = [] if decoder_ids is None else inputs.labels(decoder_ids)
+    n_encoder, n_decoder = (len(stack.blocks) for stack in lm.net.stacks)
+    sides = {  # queries, keys, stack, module, layers, causal
+        "encoder": (source, source, "encoder.blocks", "attn", n_encoder, False),
+        "decoder": (target, target, "decoder.blocks", "attn", n_decoder, True),
+        "cross": (target, source, "decoder.blocks", "cross_attn", n_decoder, False),
+    }
+    return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
+
+
+def _check_attention(family: str, attention: str | None) -> str:
+    """``attention`` checked against the model's family; None picks its default."""
     if attention is None:
         attention = "cross" if family == "encoder_decoder" else "self"
     if attention not in ATTENTION_KINDS:
@@ -102,33 +133,4 @@ def attention_source(
             f"attention={attention!r} needs an encoder-decoder model, but this model is a {family!r} "
             "model: it has self-attention only (attention='self')"
         )
-    ids = input_ids(lm, text)
-    if family != "encoder_decoder":
-        tokens = token_labels(lm, ids)
-        n_layers = config.n_layers
-        return AttentionSource(
-            lm, "self", ids, None, tokens, tokens, "blocks", "attn", n_layers, family == "decoder"
-        )
-    if decoder_input is None and attention != "encoder":
-        raise ValueError(
-            f"attention={attention!r} shows the decoder's queries: pass decoder_input "
-            "(the target text, or its token ids)"
-        )
-    decoder_ids = None if decoder_input is None else decoder_input_ids(lm, decoder_input)
-    source = token_labels(lm, ids)
-    target = [] if decoder_ids is None else token_labels(lm, decoder_ids)
-    n_decoder = config.n_decoder_layers or config.n_layers
-    sides = {  # queries, keys, stack, module, layers, causal
-        "encoder": (source, source, "encoder.blocks", "attn", config.n_layers, False),
-        "decoder": (target, target, "decoder.blocks", "attn", n_decoder, True),
-        "cross": (target, source, "decoder.blocks", "cross_attn", n_decoder, False),
-    }
-    return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
-
-
-def token_labels(lm: Any, ids: torch.Tensor) -> list[str]:
-    """One readable label per token: the tokenizer's ``id_to_token``, or the id itself."""
-    row = ids[0].tolist()
-    if getattr(lm, "tokenizer", None) is None:
-        return [str(i) for i in row]
-    return [lm.tokenizer.id_to_token(i) for i in row]
+    return attention

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from glassformer.viz.data import check_tokens
 from glassformer.viz.html import View, as_float_tensor, encode_float32
-from glassformer.viz.sources import attention_source
 
-if TYPE_CHECKING:
-    from glassformer.lm import LanguageModel, TokenInput
+if TYPE_CHECKING:  # annotations only: the facade sits above the views
+    from glassformer.inputs import TokenInput
+    from glassformer.lm import LanguageModel
 
 SCALES = ("auto", "diverging", "sequential")
 # Scores `from_lm` computes from the model's own predictions (log base 2: bits).
@@ -62,15 +63,12 @@ class TokenView(View):
         named = dict(scores) if isinstance(scores, Mapping) else {label: scores}
         if not named:
             raise ValueError("scores is empty: pass t values, or a mapping name -> t values")
-        if isinstance(tokens, str):
-            raise TypeError("tokens must be a list of token strings, not one string")
-        self.tokens = [str(t) for t in tokens]
-        self.scores: dict[str, torch.Tensor] = {}
-        for name, values in named.items():
-            values = as_float_tensor(values, f"scores[{name!r}]").flatten()
-            if values.numel() != len(self.tokens):
-                raise ValueError(f"score {name!r} has {values.numel()} values for {len(self.tokens)} tokens")
-            self.scores[str(name)] = values
+        self.scores = {str(k): as_float_tensor(v, f"scores[{k!r}]").flatten() for k, v in named.items()}
+        n = len(next(iter(self.scores.values())))
+        self.tokens = check_tokens(tokens, n, "tokens", "scores")
+        for name, values in self.scores.items():
+            if len(values) != n:
+                raise ValueError(f"score {name!r} has {len(values)} values for {n} tokens")
         self.scale, self.vmin, self.vmax, self.center = scale, vmin, vmax, float(center)
         self.title = title
 
@@ -104,13 +102,14 @@ class TokenView(View):
             raise ValueError(
                 "surprisal needs a decoder (it predicts each token from the ones before); use 'entropy'"
             )
-        source = attention_source(lm, text)  # checks the length, makes the labels
-        log_p = torch.log_softmax(lm.logits(source.ids)[0].float(), dim=-1)  # t v, natural log
+        inputs = lm.inputs
+        ids = inputs.single(text)  # 1 t, no longer than max_seq_len
+        log_p = torch.log_softmax(lm.logits(ids)[0].float(), dim=-1)  # t v, natural log
         computed = {}
         if "surprisal" in names:
-            ids = source.ids[0]
-            surprisal = torch.full((len(ids),), float("nan"))
-            surprisal[1:] = -log_p[:-1].gather(1, ids[1:, None])[:, 0].cpu() / math.log(2)
+            row = ids[0]  # t
+            surprisal = torch.full((len(row),), float("nan"))
+            surprisal[1:] = -log_p[:-1].gather(1, row[1:, None])[:, 0].cpu() / math.log(2)
             computed["surprisal (bits)"] = surprisal
         if "entropy" in names:
             entropy = torch.special.entr(log_p.exp()).sum(-1)  # -sum p ln p, with 0 ln 0 = 0
@@ -119,7 +118,7 @@ class TokenView(View):
         options.setdefault(
             "title", f"Each token coloured by the model's own predictions: {', '.join(computed)}"
         )
-        return cls(source.query_tokens, computed, **options)
+        return cls(inputs.labels(ids), computed, **options)
 
     def _colour_range(self, values: torch.Tensor) -> dict[str, Any]:
         finite = values[torch.isfinite(values)]

@@ -1,0 +1,90 @@
+"""Chat and generate go through `LanguageModel.stream`, passing only the options a user chose."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import glassformer as gf
+import glassformer.chat
+import glassformer.loading
+from glassformer import cli
+from glassformer.chat import chat_loop, render_chat, reply
+from glassformer.tokenizers.bpe_train import train_bpe
+
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture(scope="module")
+def chat_lm():
+    """A tiny random decoder with a byte-level BPE whose <|im_end|> is the eos token."""
+    specials = ["<|im_start|>", "<|im_end|>"]
+    tokenizer = train_bpe(
+        "hello there, how are you? fine, thanks. " * 20, 280, special_tokens=specials, progress=False
+    )
+    config = gf.ModelConfig(
+        vocab_size=tokenizer.vocab_size,
+        d_model=32,
+        n_layers=1,
+        n_heads=4,
+        max_seq_len=128,
+        eos_token_id=tokenizer.special_tokens["<|im_end|>"],
+    )
+    lm = gf.LanguageModel(gf.build(config), tokenizer)
+    lm.chat_template = TEMPLATE
+    return lm
+
+
+class RecordedStream:
+    """Stands in for ``lm.stream``: records each call and yields fixed pieces."""
+
+    def __init__(self, pieces=("Hi", " there")):
+        self.pieces, self.calls = pieces, []
+
+    def __call__(self, prompt, **options):
+        self.calls.append((prompt, options))
+        yield from self.pieces
+
+
+def test_reply_is_lm_stream_of_the_rendered_conversation(chat_lm, monkeypatch):
+    stream = RecordedStream()
+    monkeypatch.setattr(chat_lm, "stream", stream)
+    written = []
+    assert reply(chat_lm, HELLO, written.append, temperature=0) == "Hi there"
+    assert written == ["Hi", " there"]
+    assert stream.calls == [(render_chat(TEMPLATE, HELLO), {"temperature": 0})]
+    reply(chat_lm, HELLO, written.append)
+    assert stream.calls[-1][1] == {}  # nothing chosen: the facade's defaults apply
+
+
+def test_chat_loop_streams_greedy_replies(chat_lm):
+    lines = iter(["hello", "exit"])
+    out = io.StringIO()
+    messages = chat_loop(chat_lm, read=lambda _: next(lines), out=out, temperature=0, max_new_tokens=6)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    expected = "".join(chat_lm.stream(render_chat(TEMPLATE, HELLO), temperature=0, max_new_tokens=6))
+    assert out.getvalue() == f"model> {expected}\n" and messages[1]["content"] == expected.strip()
+    assert "<|im_end|>" not in out.getvalue()
+
+
+def test_the_chat_command_passes_only_the_flags_given(chat_lm, monkeypatch):
+    calls = []
+    monkeypatch.setattr(glassformer.loading, "load", lambda model, dtype: chat_lm)
+    monkeypatch.setattr(glassformer.chat, "chat_loop", lambda lm, **options: calls.append(options))
+    assert cli.main(["chat", "tiny"]) == 0
+    assert cli.main(["chat", "tiny", "--temperature", "0.5", "--seed", "3", "--system", "Be brief."]) == 0
+    assert calls == [{"system": None}, {"system": "Be brief.", "temperature": 0.5, "seed": 3}]
+
+
+def test_the_generate_command_passes_only_the_flags_given(chat_lm, monkeypatch, capsys):
+    stream = RecordedStream()
+    monkeypatch.setattr(chat_lm, "stream", stream)
+    monkeypatch.setattr(glassformer.loading, "load", lambda model, dtype: chat_lm)
+    assert cli.main(["generate", "tiny", "hello", "--top-k", "5"]) == 0
+    assert capsys.readouterr().out == "hello" + "Hi there" + "\n"
+    assert stream.calls == [("hello", {"max_new_tokens": 300, "top_k": 5})]  # 300: the command's default
