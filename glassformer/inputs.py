@@ -162,6 +162,7 @@ class ModelInputs:
         ids: torch.Tensor,
         decoder_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The family's forward pass for b t ids: logits b t v (hidden states b t d for a
         sentence encoder without an MLM head). See the table in the module docstring."""
@@ -169,7 +170,8 @@ class ModelInputs:
         if isinstance(net, EncoderDecoderLM):
             if decoder_ids is None:
                 decoder_ids = self.decoder_ids(None, len(ids))
-            return net(ids, decoder_ids.expand(len(ids), -1), attention_mask)
+            decoder_ids = decoder_ids.expand(len(ids), -1)
+            return net(ids, decoder_ids, attention_mask, decoder_attention_mask=decoder_attention_mask)
         if decoder_ids is not None:
             raise ValueError(f"decoder_input is only for encoder-decoder models, not {self.config.family!r}")
         if isinstance(net, EncoderModel) and net.mlm_head is None:

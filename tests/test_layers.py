@@ -28,7 +28,10 @@ LAYERS = [
     ("training", ["glassformer.train"]),
     ("inspection", ["glassformer.inspect"]),
     ("views", ["glassformer.viz"]),
-    ("entry points", ["glassformer.chat", "glassformer.demo", "glassformer.commands", "glassformer.cli", "glassformer"]),
+    (
+        "entry points",
+        ["glassformer.chat", "glassformer.demo", "glassformer.commands", "glassformer.cli", "glassformer"],
+    ),
 ]
 
 
@@ -113,7 +116,9 @@ def test_architecture_document_lists_the_same_layers():
     assert documented == [name for name, _ in LAYERS]
     for row, (_, modules) in zip(rows, LAYERS, strict=True):
         for module in modules:
-            assert f"`{module}`" in row, f"docs/architecture.md: the {row.split('|')[1].strip()} row lacks `{module}`"
+            assert f"`{module}`" in row, (
+                f"docs/architecture.md: the {row.split('|')[1].strip()} row lacks `{module}`"
+            )
 
 
 def test_every_module_is_under_400_lines():

@@ -21,7 +21,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
     parser.add_argument("--system", default=None, help="a system message (default: the template's own)")
-    add_generation_flags(parser)
+    add_generation_flags(parser, max_new_tokens=256)  # a reply, not a continuation
     parser.set_defaults(handler=run)
 
 

@@ -28,7 +28,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from glassformer.models import EncoderDecoderLM, TransformerModel
+from glassformer import fast
+from glassformer.inputs import ModelInputs
+from glassformer.models import TransformerModel
 from glassformer.train import checkpoint, metrics
 from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
@@ -67,7 +69,9 @@ class Trainer:
         log: Callable[[str], None] = print,
     ) -> None:
         self.run, self.settings = run, run.train
-        self.net, self.tokenizer = net, tokenizer
+        # glassformer.fast: attention in float32 under bf16 autocast (CPU attention is slower
+        # in bf16), the decode product when sampling; both compute what the plain path does.
+        self.net, self.tokenizer = fast.enable(net), tokenizer
         self.train_batches, self.val_batches = train_batches, val_batches
         self.run_dir = Path(run_dir)
         self.sample, self.extra_eval, self.log = sample, extra_eval, log
@@ -95,15 +99,12 @@ class Trainer:
     # one step -----------------------------------------------------------------------
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean cross-entropy over scored positions, logits b t v) for one batch."""
-        if isinstance(self.net, EncoderDecoderLM):
-            logits = self.net(
-                batch["input_ids"],
-                batch["decoder_input_ids"],
-                batch.get("attention_mask"),
-                decoder_attention_mask=batch.get("decoder_attention_mask"),
-            )
-        else:
-            logits = self.net(batch["input_ids"], batch.get("attention_mask"))
+        logits = ModelInputs(self.net).forward(
+            batch["input_ids"],
+            batch.get("decoder_input_ids"),
+            batch.get("attention_mask"),
+            batch.get("decoder_attention_mask"),
+        )  # b t v
         return metrics.cross_entropy(logits, batch["labels"], label_smoothing), logits
 
     def _autocast(self):
