@@ -120,6 +120,11 @@ class ModelConfig:
         return self.d_model // max(self.n_heads, 1)
 
     def _validate(self) -> None:
+        self._check_fields()
+        self._check_combinations()
+
+    def _check_fields(self) -> None:
+        """Each field alone: one of its allowed values, or in its range."""
         choices = {
             "family": FAMILIES,
             "positions": POSITIONS,
@@ -152,6 +157,21 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        for name in DROPOUT_FIELDS:
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name}={value} must lie in [0, 1)")
+        if self.attn_window is not None and self.attn_window < 1:
+            raise ValueError(f"attn_window={self.attn_window} must be a positive integer or None")
+        if self.norm_eps <= 0:
+            raise ValueError(f"norm_eps={self.norm_eps} must be positive")
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}={value} must lie in [0, vocab_size={self.vocab_size})")
+
+    def _check_combinations(self) -> None:
+        """Fields that are each valid but do not fit together."""
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_heads={self.n_heads} must be divisible by n_kv_heads={self.n_kv_heads} "
@@ -161,27 +181,15 @@ class ModelConfig:
             raise ValueError(f"positions='rope' needs an even d_head, got d_head={self.d_head}")
         if self.positions == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}")
-        for name in DROPOUT_FIELDS:
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name}={value} must lie in [0, 1)")
         if self.rope_scaling != "none" and self.rope_scaling_factor < 1.0:
             raise ValueError(
                 f"rope_scaling_factor={self.rope_scaling_factor} must be >= 1 "
                 f"when rope_scaling={self.rope_scaling!r}"
             )
-        if self.attn_window is not None and self.attn_window < 1:
-            raise ValueError(f"attn_window={self.attn_window} must be a positive integer or None")
-        if self.norm_eps <= 0:
-            raise ValueError(f"norm_eps={self.norm_eps} must be positive")
         if self.type_vocab_size and self.family == "encoder_decoder":
             raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
         if self.pooler and self.family != "encoder":
             raise ValueError(f"pooler=True is only for family='encoder', not {self.family!r}")
-        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name}={value} must lie in [0, vocab_size={self.vocab_size})")
 
     # derived views ---------------------------------------------------------------
     @property

@@ -17,31 +17,17 @@ import torch
 from tqdm import tqdm
 
 import glassformer as gf
+from glassformer.config import llama_style
 from glassformer.train.denormals import flush_denormal
 
 BOS = 1
 
 
 def demo_config(**overrides) -> gf.ModelConfig:
-    """A small Llama-style decoder: RoPE, RMSNorm pre-norm, SwiGLU, grouped-query attention."""
-    fields = dict(
-        vocab_size=64,
-        d_model=64,
-        n_layers=2,
-        n_heads=4,
-        n_kv_heads=2,
-        d_ff=128,
-        max_seq_len=512,
-        positions="rope",
-        norm="rmsnorm",
-        activation="swiglu",
-        qkv_bias=False,
-        out_bias=False,
-        ffn_bias=False,
-        bos_token_id=BOS,
-    )
-    fields.update(overrides)
-    return gf.ModelConfig(**fields)
+    """A small Llama-style decoder (`glassformer.config.llama_style`: RoPE, RMSNorm
+    pre-norm, SwiGLU, no biases) with grouped-query attention."""
+    sizes = dict(vocab_size=64, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=128, max_seq_len=512)
+    return llama_style(**{**sizes, "bos_token_id": BOS, **overrides})
 
 
 def repeated_sequences(batch: int, length: int, vocab: int, generator: torch.Generator) -> torch.Tensor:

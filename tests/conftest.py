@@ -31,3 +31,10 @@ def tiny_model(**overrides):
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(1234)
+
+
+@pytest.fixture(autouse=True)
+def _own_data_dir(tmp_path_factory, monkeypatch):
+    """Corpora and token caches go to a fresh folder, never to ~/.cache: a test neither
+    reads what an earlier run left nor leaves anything behind."""
+    monkeypatch.setenv("GLASSFORMER_DATA", str(tmp_path_factory.mktemp("glassformer-data")))

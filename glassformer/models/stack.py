@@ -78,26 +78,17 @@ class TransformerStack(nn.Module):
 
         ``context`` (b s_enc d) and ``context_mask`` (b s_enc) feed cross-attention.
         """
-        b, t = input_ids.shape
-        past = cache.length if cache is not None else 0
-        s = past + t
-        device = input_ids.device
+        t, past = input_ids.shape[1], cache.length if cache is not None else 0
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: skip building and applying a padding mask
-        if attention_mask is not None:
-            k_positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # b s
-        else:
-            k_positions = torch.arange(s, device=device).expand(b, s)  # b s
-        q_positions = k_positions[:, past:]  # b t
-        self._check_positions(q_positions)
-
+        q_positions, k_positions = self._positions(input_ids, attention_mask, past)  # b t, b s
         mask = build_mask(
             t=t,
-            s=s,
+            s=past + t,
             causal=self.causal,
             key_padding=attention_mask,
             window=self.config.attn_window,
-            device=device,
+            device=input_ids.device,
         )
         bias = None
         if self.alibi is not None:
@@ -125,6 +116,20 @@ class TransformerStack(nn.Module):
         if cache is not None:
             cache.advance(t)
         return self.hook_final_norm(self.final_norm(x))
+
+    def _positions(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, past: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Positions of the new tokens (b t) and of every key so far (b s): from the mask,
+        pos = cumsum(mask) - 1, or past, past + 1, ... without one."""
+        b, t = input_ids.shape
+        if attention_mask is not None:
+            k_positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # b s
+        else:
+            k_positions = torch.arange(past + t, device=input_ids.device).expand(b, past + t)  # b s
+        q_positions = k_positions[:, past:]  # b t
+        self._check_positions(q_positions)
+        return q_positions, k_positions
 
     def _check_positions(self, positions: torch.Tensor) -> None:
         limit = self.config.max_seq_len
