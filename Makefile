@@ -26,8 +26,7 @@ RUN := runs/shakespeare-char
 
 demo: $(STAMP)
 	$(VENV)/bin/glassformer data shakespeare
-	rm -rf $(RUN)
-	$(VENV)/bin/glassformer train --preset shakespeare-char --out $(RUN)
+	$(VENV)/bin/glassformer train --preset shakespeare-char --out $(RUN) --overwrite
 	$(VENV)/bin/glassformer generate $(RUN) "ROMEO:" --max-new-tokens 400
 
 test: $(STAMP)

@@ -51,11 +51,12 @@ def _umask() -> int:
 # -- directories --------------------------------------------------------------------------------
 
 
-def check_replaceable(target: Path, owned: Collection[str]) -> None:
+def check_replaceable(target: Path, owned: Collection[str], owned_folders: Collection[str] = ()) -> None:
     """Refuse to replace ``target`` unless it is absent, empty, or holds only files whose names
-    match ``owned`` (shell patterns such as ``model-*-of-*.safetensors``): what the writer
-    itself would put there. ValueError naming everything else it holds, so nothing of
-    anyone else's is ever deleted (``export MODEL ~ --overwrite`` must not empty a home).
+    match ``owned`` (shell patterns such as ``model-*-of-*.safetensors``) and folders named
+    in ``owned_folders``: what the writer itself would put there. ValueError naming
+    everything else it holds, so nothing of anyone else's is ever deleted
+    (``export MODEL ~ --overwrite`` must not empty a home).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -73,7 +74,7 @@ def check_replaceable(target: Path, owned: Collection[str]) -> None:
     others = sorted(
         f"{path.name}/" if path.is_dir() else path.name
         for path in target.iterdir()
-        if path.is_dir() or not any(fnmatch.fnmatchcase(path.name, pattern) for pattern in owned)
+        if (path.name not in owned_folders if path.is_dir() else not _matches(path.name, owned))
     )
     if others:
         shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
@@ -84,6 +85,37 @@ def check_replaceable(target: Path, owned: Collection[str]) -> None:
             f"{target} {what}; refusing to replace it (nothing was changed: move those away or choose "
             "another directory)"
         )
+
+
+def _matches(name: str, patterns: Collection[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def delete_owned_directory(target: Path, owned: Collection[str], owned_folders: Collection[str] = ()) -> None:
+    """Delete ``target`` when it holds nothing but what the project wrote there: files whose
+    names match ``owned`` and folders named in ``owned_folders`` (written whole by the
+    project, such as a run's ``tensorboard/``). Anything else: ValueError naming it, and
+    nothing is deleted. A missing ``target`` is left missing.
+
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp()) / "run"
+    >>> (run / "tensorboard").mkdir(parents=True)
+    >>> _ = (run / "config.json").write_text("{}"), (run / "thesis.tex").write_text("mine")
+    >>> delete_owned_directory(run, {"config.json"}, {"tensorboard"})
+    Traceback (most recent call last):
+    ...
+    ValueError: ... holds thesis.tex, which this writer does not own; refusing to replace it ...
+    >>> (run / "thesis.tex").unlink(); delete_owned_directory(run, {"config.json"}, {"tensorboard"})
+    >>> run.exists()
+    False
+    """
+    target = Path(target)
+    if not target.exists():
+        return
+    check_replaceable(target, owned, owned_folders)
+    for path in target.iterdir():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    target.rmdir()
 
 
 def replace_directory(target: Path, staging: Path, owned: Collection[str]) -> None:
@@ -106,7 +138,7 @@ def replace_directory(target: Path, staging: Path, owned: Collection[str]) -> No
         old.unlink()
     elif old.exists():
         for path in old.iterdir():
-            if not path.is_dir() and any(fnmatch.fnmatchcase(path.name, pattern) for pattern in owned):
+            if not path.is_dir() and _matches(path.name, owned):
                 path.unlink()
         try:
             old.rmdir()

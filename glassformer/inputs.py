@@ -30,9 +30,8 @@ decoder input becomes the start token followed by the text's tokens (teacher for
 
 from __future__ import annotations
 
-import contextlib
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -289,14 +288,3 @@ def is_batch(value: Any) -> bool:
 def input_prefix(net: TransformerModel) -> str:
     """Where the input tokens' blocks are named: ``encoder.`` in an encoder-decoder, else nothing."""
     return "encoder." if isinstance(net, EncoderDecoderLM) else ""
-
-
-@contextlib.contextmanager
-def evaluating(net: TransformerModel) -> Iterator[None]:
-    """Eval mode (no dropout) for an analysis, then the mode the model had."""
-    was_training = net.training
-    net.eval()
-    try:
-        yield
-    finally:
-        net.train(was_training)

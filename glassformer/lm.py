@@ -173,8 +173,10 @@ class LanguageModel:
     # export ------------------------------------------------------------------------
     def save_hf(self, directory: str | Path, overwrite: bool = False) -> HFExport:
         """Write a Hugging Face checkpoint directory (config.json, model.safetensors, and
-        tokenizer.json for a byte-level BPE tokenizer) that ``transformers`` loads; see
-        `glassformer.formats.hf_export`. ValueError when no HF family holds this model."""
+        tokenizer.json for a byte-level BPE or WordPiece tokenizer) that ``transformers``
+        loads; see `glassformer.formats.hf_export`. ValueError when no HF family holds this
+        model. ``overwrite=True`` replaces an earlier checkpoint, never a directory holding
+        other files (ValueError naming them; nothing is deleted)."""
         from glassformer.formats.hf_export import save_hf
 
         return save_hf(self.net, directory, self.tokenizer, overwrite, tokenizer_optional=True)

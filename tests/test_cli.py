@@ -13,7 +13,7 @@ FLAGS = {
     "demo": {"--steps", "--length", "--seed"},
     "config": {"--d-model", "--n-heads", "--n-kv-heads", "--positions", "--tie-embeddings", "--d-ff"},
     "data": {"--data-dir"},
-    "train": {"--preset", "--out", "--set", "--resume", "--data-dir"},
+    "train": {"--preset", "--out", "--set", "--resume", "--overwrite", "--data-dir"},
     "generate": {"--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--dtype"},
     "eval": {"--data-dir"},
     "runs": {"--root"},

@@ -235,3 +235,11 @@ def test_build_without_initialization_keeps_ties_and_buffers(family):
     ids = torch.randint(0, 61, (1, 5))
     args = (ids, ids) if family == "encoder_decoder" else (ids,)
     assert torch.equal(fast.eval()(*args), normal.eval()(*args))
+
+
+def test_trace_runs_without_dropout_and_keeps_the_mode():
+    net = gf.build(tiny(resid_dropout=0.5, attn_dropout=0.5, embed_dropout=0.5)).train()
+    lm = gf.LanguageModel(net)
+    first, second = (lm.trace([1, 2, 3, 4], "logits")["logits"] for _ in range(2))
+    assert torch.equal(first, second)  # no dropout noise in a trace
+    assert net.training  # the model is left in the mode it had

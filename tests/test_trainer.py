@@ -200,6 +200,14 @@ def test_cli_train_generate_eval_runs(tmp_path, capsys, monkeypatch):
     assert "done:" in capsys.readouterr().out
     assert cli.main(args) == 2  # the run exists: refuse to overwrite it
     assert "--resume" in capsys.readouterr().err
+    (out / "notes.txt").write_text("mine")
+    assert cli.main([*args, "--overwrite"]) == 2  # not only a run's files: refuse, delete nothing
+    assert "notes.txt" in capsys.readouterr().err and (out / "model.safetensors").exists()
+    (out / "notes.txt").unlink()
+    assert cli.main([*args, "--set", "train.tensorboard=true", "--overwrite"]) == 0  # a new run
+    assert "done:" in capsys.readouterr().out and (out / "tensorboard").is_dir()
+    assert cli.main([*args, "--overwrite"]) == 0  # tensorboard/ is the run's own folder
+    capsys.readouterr()
     assert cli.main(["generate", str(out), "the", "--max-new-tokens", "5", "--temperature", "0"]) == 0
     assert capsys.readouterr().out.startswith("the")
     assert cli.main(["generate", str(out), "the ~~~ é"]) == 2

@@ -19,7 +19,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "model", help="a registry name, a .gguf file, a Hugging Face checkpoint directory or a run directory"
     )
     parser.add_argument("out_dir", help="the directory to write (created; must be empty or absent)")
-    parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it already holds files")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier checkpoint in OUT_DIR (refused, naming them, if it holds any other files)",
+    )
     parser.set_defaults(handler=run)
 
 

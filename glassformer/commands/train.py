@@ -33,8 +33,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="TABLE.FIELD=VALUE",
         help="override a preset field, e.g. --set train.steps=500 --set model.n_layers=6",
     )
-    parser.add_argument(
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument(
         "--resume", action="store_true", help="continue the run in --out from its last checkpoint"
+    )
+    start.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in --out and start anew (refused if --out holds anything but a "
+        "run's own files)",
     )
     parser.add_argument(
         "--data-dir", default=None, help="corpus cache directory (default: ~/.cache/glassformer)"
@@ -78,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
     """The preset with --set applied; on --resume, the run's saved settings instead. A new
-    run never writes into a directory that already holds files."""
+    run never writes into a directory that already holds files: --overwrite deletes an old
+    run first, and only a directory holding nothing but a run's own files."""
     from glassformer.train.settings import RunConfig, apply_overrides, load_preset
 
     if args.resume:
@@ -89,8 +97,14 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
             RunConfig.from_dict(saved, name=saved.get("name", args.preset)), args.overrides
         )
     settings = apply_overrides(load_preset(args.preset), args.overrides)
+    if args.overwrite:
+        from glassformer.atomic import delete_owned_directory
+        from glassformer.formats.run_directory import RUN_FILES, TENSORBOARD
+
+        delete_owned_directory(out, RUN_FILES, owned_folders={TENSORBOARD})
     if out.exists() and any(out.iterdir()):
         raise ValueError(
-            f"{out} already holds a run: pass --resume to continue it, or --out for a new directory"
+            f"{out} already holds a run: pass --resume to continue it, --overwrite to start it anew, "
+            "or --out for a new directory"
         )
     return settings

@@ -51,10 +51,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.inputs import TokenInput, evaluating, input_prefix
+from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target, special_id
 from glassformer.models import EncoderModel
 from glassformer.nn.hooks import select
+from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel

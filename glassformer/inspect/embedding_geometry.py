@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from glassformer.inputs import TokenInput, evaluating, input_prefix
+from glassformer.inputs import TokenInput, input_prefix
 from glassformer.models import EncoderModel
+from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from glassformer.inputs import TokenInput, evaluating, input_prefix
+from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target
 from glassformer.nn.hooks import HookFn
+from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.inputs import evaluating
 from glassformer.models import EncoderModel
+from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel

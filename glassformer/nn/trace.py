@@ -11,10 +11,11 @@ patterns are asked for.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -22,11 +23,17 @@ from glassformer.nn.hooks import HookFn, HookPoint, select
 
 
 class HookedModel(Protocol):
-    """What `capture` needs of a model: its hook points and a way to attach hooks."""
+    """What `capture` needs of a model (a `TransformerModel`): its hook points, a way to
+    attach hooks, and nn.Module's train / eval switch."""
 
     hook_points: Mapping[str, HookPoint]
+    training: bool
 
     def hooks(self, mapping: Mapping[str, HookFn]) -> AbstractContextManager[None]: ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def eval(self) -> Any: ...
 
 
 class Trace(Mapping[str, torch.Tensor]):
@@ -75,6 +82,17 @@ class Trace(Mapping[str, torch.Tensor]):
         return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def evaluating(net: torch.nn.Module | HookedModel) -> Iterator[None]:
+    """Eval mode (no dropout) for an analysis, then the mode the model had."""
+    was_training = net.training
+    net.eval()
+    try:
+        yield
+    finally:
+        net.train(was_training)
+
+
 def capture(
     net: HookedModel,
     names: str | Sequence[str],
@@ -82,14 +100,16 @@ def capture(
     tokens: Sequence[str] | None = None,
     input_ids: torch.Tensor | None = None,
 ) -> Trace:
-    """Run ``run()`` with capture hooks on the ``names`` (globs) of ``net``; return the Trace."""
+    """Run ``run()`` with capture hooks on the ``names`` (globs) of ``net``, in eval mode (no
+    dropout: a trace shows what the model computes, not one draw of its noise); return the
+    Trace."""
     chosen = select(net.hook_points, list(names) if not isinstance(names, str) else names)
     store: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, name: str) -> None:
         store[name] = x.detach().clone()
 
-    with net.hooks(dict.fromkeys(chosen, keep)), torch.no_grad():
+    with net.hooks(dict.fromkeys(chosen, keep)), torch.no_grad(), evaluating(net):
         output = run()
     ordered = {name: store[name] for name in chosen if name in store}
     ids = input_ids if input_ids is not None else torch.empty(1, 0, dtype=torch.long)
