@@ -78,7 +78,11 @@ def test_the_chat_command_passes_only_the_flags_given(chat_lm, monkeypatch):
     monkeypatch.setattr(glassformer.chat, "chat_loop", lambda lm, **options: calls.append(options))
     assert cli.main(["chat", "tiny"]) == 0
     assert cli.main(["chat", "tiny", "--temperature", "0.5", "--seed", "3", "--system", "Be brief."]) == 0
-    assert calls == [{"system": None}, {"system": "Be brief.", "temperature": 0.5, "seed": 3}]
+    reply = {"max_new_tokens": 256}  # the command's default: a reply, not a continuation
+    assert calls == [
+        {"system": None, **reply},
+        {"system": "Be brief.", **reply, "temperature": 0.5, "seed": 3},
+    ]
 
 
 def test_the_generate_command_passes_only_the_flags_given(chat_lm, monkeypatch, capsys):
