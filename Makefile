@@ -1,11 +1,12 @@
-# Two commands do everything on a fresh machine (see README):
-#   make demo   - set up, then fetch Shakespeare, train shakespeare-char and sample from it
-#   make test   - set up, then run lint and the full test suite
+# On a fresh machine each target sets everything up first (see README):
+#   make workshop - the workshop: walk through SmolLM2's forward pass in the browser
+#   make demo     - fetch Shakespeare, train shakespeare-char and sample from it
+#   make test     - lint and the full test suite
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bench clean
+.PHONY: workshop demo test setup bench clean
 
 setup: $(STAMP)
 
@@ -23,6 +24,9 @@ $(STAMP): pyproject.toml scripts/fetch_reference.sh
 	touch $(STAMP)
 
 RUN := runs/shakespeare-char
+
+workshop: $(STAMP)
+	$(VENV)/bin/glassformer workshop
 
 demo: $(STAMP)
 	$(VENV)/bin/glassformer data shakespeare

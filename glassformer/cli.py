@@ -36,10 +36,25 @@ from glassformer.commands import (
     tokenize,
     tokenizer,
     train,
+    workshop,
 )
 
 # in the order `glassformer --help` lists them
-COMMANDS = (demo, config, data, train, generate, evaluate, runs, chat, export, inspect, tokenize, tokenizer)
+COMMANDS = (
+    workshop,
+    demo,
+    config,
+    data,
+    train,
+    generate,
+    evaluate,
+    runs,
+    chat,
+    export,
+    inspect,
+    tokenize,
+    tokenizer,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

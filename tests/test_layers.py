@@ -28,6 +28,7 @@ LAYERS = [
     ("training", ["glassformer.train"]),
     ("inspection", ["glassformer.inspect"]),
     ("views", ["glassformer.viz"]),
+    ("workshop", ["glassformer.workshop"]),
     (
         "entry points",
         ["glassformer.chat", "glassformer.demo", "glassformer.commands", "glassformer.cli", "glassformer"],

@@ -1,0 +1,61 @@
+"""The workshop's walk for SmolLM2: time and size of /api/walk against a plain forward pass.
+
+For prompts of 16 and 512 tokens, in one run, interleaved (ABAB...), medians:
+
+* plain: ``lm.logits(ids)``, the forward pass alone (the baseline);
+* walk: ``POST /api/walk`` through the app (Starlette's TestClient: routing, validation,
+  the forward pass with a summarizing hook on every stage, the prediction pipeline over the
+  whole vocabulary, JSON), and the size of its answer.
+
+Goal (issue 11): the walk on screen <= 1.5 s for 16 tokens and <= 5 s for 512; this
+measures the server's share of it.
+
+    python -m benchmarks.workshop_speed [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import glassformer as gf
+from benchmarks.common import interleaved_medians
+
+TEXT = "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the warm afternoon sun. "
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    from starlette.testclient import TestClient
+
+    from glassformer.workshop.server import create_app
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    lm = gf.load("smollm2-135m-instruct")
+    client = TestClient(create_app({"smol": lm}))
+    print("SmolLM2-135M-Instruct, fp32; medians of", args.repeats)
+    for n_tokens in (16, 512):
+        ids = (lm.tokenizer.encode(TEXT) * 64)[:n_tokens]
+        text = lm.tokenizer.decode(ids)
+        n_tokens = len(lm.tokenizer.encode(text))
+        body = {"model": "smol", "text": text}
+        size = len(client.post("/api/walk", json=body).content)
+        times = interleaved_medians(
+            {
+                "plain": lambda ids=ids: lm.logits(ids),
+                "walk": lambda body=body: client.post("/api/walk", json=body),
+            },
+            repeats=args.repeats,
+        )
+        print(
+            f"{n_tokens:4d} tokens: plain forward {times['plain']:.2f} s, walk {times['walk']:.2f} s "
+            f"({times['walk'] / times['plain']:.2f}x), answer {size / 1e6:.2f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""What a model computes, step by step, read from its `ModelConfig`: the workshop's diagram.
+
+`stages(config)` lists the steps of one forward pass in order, each with the trace name
+that holds its value (None for a step with no tensor of its own, such as the mask) and
+the letters of its shape. A step the model does not have is not listed: no position
+vectors for RoPE / ALiBi / T5 models, no gate for plain FFNs, cross-attention only in
+an encoder-decoder's decoder, the final norm only where pre-norm blocks need one.
+
+>>> from glassformer.config import llama_style
+>>> [s["id"] for s in stages(llama_style(n_layers=1))][:6]
+['tokens', 'embed.tokens', 'embed.out', 'blocks.0.attn.in', 'blocks.0.attn.q', 'blocks.0.attn.k']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+
+POSITION_NAMES = {
+    "learned": "learned position vectors, added",
+    "sinusoidal": "sinusoidal position vectors, added",
+    "rope": "RoPE: q and k rotated by position",
+    "alibi": "ALiBi: a distance penalty added to the scores",
+    "t5_relative": "T5 relative position bias added to the scores",
+    "none": "no position information",
+}
+
+
+def attention_kind(config: ModelConfig) -> str:
+    """MHA (g = h), GQA (1 < g < h) or MQA (g = 1)."""
+    if config.n_kv_heads == config.n_heads:
+        return "MHA"
+    return "MQA" if config.n_kv_heads == 1 else "GQA"
+
+
+def summary(config: ModelConfig) -> dict[str, Any]:
+    """The architecture in a few fields the page shows next to the diagram."""
+    stacks = [{"name": "", "layers": config.n_layers, "causal": config.family == "decoder", "cross": False}]
+    if config.family == "encoder_decoder":
+        stacks = [
+            {"name": "encoder", "layers": config.n_layers, "causal": False, "cross": False},
+            {"name": "decoder", "layers": config.n_decoder_layers, "causal": True, "cross": True},
+        ]
+    return {
+        "family": config.family,
+        "stacks": stacks,
+        "norm": config.norm,
+        "placement": config.norm_placement,
+        "positions": config.positions,
+        "positions_text": POSITION_NAMES[config.positions],
+        "attention": {
+            "kind": attention_kind(config),
+            "heads": config.n_heads,
+            "kv_heads": config.n_kv_heads,
+            "d_head": config.d_head,
+        },
+        "ffn": {"activation": config.activation, "gated": config.gated, "d_ff": config.d_ff},
+        "d_model": config.d_model,
+        "vocab_size": config.vocab_size,
+    }
+
+
+def stages(config: ModelConfig) -> list[dict[str, Any]]:
+    """Every step of the forward pass, in order: id, group, title, trace name, shape letters."""
+    out = [_stage("tokens", "input", "tokens", None, "t")]
+    for stack in summary(config)["stacks"]:
+        out += _stack_stages(config, stack)
+    if config.family != "encoder" or config.mlm_head:  # a sentence encoder ends at its vectors
+        head = "the masked-LM head" if config.family == "encoder" else "the LM head"
+        out.append(_stage("logits", "output", f"logits: {head}", "logits", "t v"))
+    return out
+
+
+def _stage(id_: str, group: str, title: str, trace: str | None, shape: str) -> dict[str, Any]:
+    return {"id": id_, "group": group, "title": title, "trace": trace, "shape": shape}
+
+
+def _stack_stages(config: ModelConfig, stack: dict[str, Any]) -> list[dict[str, Any]]:
+    prefix = f"{stack['name']}." if stack["name"] else ""
+    group = stack["name"] or "embed"
+    out = [_stage(f"{prefix}embed.tokens", group, "token embedding E[T]", f"{prefix}embed.tokens", "t d")]
+    if config.positions in ("learned", "sinusoidal"):
+        out.append(
+            _stage(
+                f"{prefix}embed.positions",
+                group,
+                POSITION_NAMES[config.positions],
+                f"{prefix}embed.positions",
+                "t d",
+            )
+        )
+    out.append(
+        _stage(f"{prefix}embed.out", group, "the stream entering block 0", f"{prefix}embed.out", "t d")
+    )
+    for i in range(stack["layers"]):
+        out += _block_stages(config, f"{prefix}blocks.{i}", stack)
+    if config.norm_placement == "pre":
+        out.append(
+            _stage(f"{prefix}final_norm", group, f"final {_norm(config)}", f"{prefix}final_norm", "t d")
+        )
+    return out
+
+
+def _norm(config: ModelConfig) -> str:
+    return "RMSNorm" if config.norm == "rmsnorm" else "LayerNorm"
+
+
+def _block_stages(config: ModelConfig, block: str, stack: dict[str, Any]) -> list[dict[str, Any]]:
+    norm, pre = _norm(config), config.norm_placement == "pre"
+    out = _attention_stages(config, block, "attn", "self-attention", stack["causal"], pre, norm)
+    out.append(_stage(f"{block}.resid_mid", block, "residual add", f"{block}.resid_mid", "t d"))
+    if stack["cross"]:
+        out += _attention_stages(config, block, "cross_attn", "cross-attention", False, pre, norm)
+        out.append(_stage(f"{block}.resid_cross", block, "residual add", f"{block}.resid_cross", "t d"))
+    ffn = f"{block}.ffn"
+    hidden = f"x W_gate (the gate, {config.activation})" if config.gated else "x W_up"
+    act = f"{config.activation}(x W_gate) * x W_up" if config.gated else f"{config.activation}(x W_up)"
+    out += [
+        _stage(
+            f"{ffn}.in",
+            block,
+            f"feed-forward input ({norm} first)" if pre else "feed-forward input",
+            f"{ffn}.in",
+            "t d",
+        ),
+        _stage(f"{ffn}.hidden", block, hidden, f"{ffn}.hidden", "t f"),
+        _stage(f"{ffn}.act", block, act, f"{ffn}.act", "t f"),
+        _stage(f"{ffn}.out", block, "W_down: back to d_model", f"{ffn}.out", "t d"),
+        _stage(
+            f"{block}.resid_post",
+            block,
+            "residual add" if pre else f"residual add, then {norm}",
+            f"{block}.resid_post",
+            "t d",
+        ),
+    ]
+    return out
+
+
+def _attention_stages(config, block: str, part: str, title: str, causal: bool, pre: bool, norm: str):
+    name = f"{block}.{part}"
+    kind = attention_kind(config)
+    kv = "b g s e" if kind != "MHA" else "b h s e"
+    scores_text = "Q K^T / sqrt(d_head)" + (
+        " + position bias" if config.positions in ("alibi", "t5_relative") and part == "attn" else ""
+    )
+    return [
+        _stage(
+            f"{name}.in",
+            block,
+            f"{title} input ({norm} first)" if pre else f"{title} input",
+            f"{name}.in",
+            "t d",
+        ),
+        _stage(
+            f"{name}.q",
+            block,
+            "queries Q" + (" (RoPE applied)" if config.positions == "rope" and part == "attn" else ""),
+            f"{name}.q",
+            "h t e",
+        ),
+        _stage(f"{name}.k", block, f"keys K ({kind})", f"{name}.k", kv[2:]),
+        _stage(f"{name}.v", block, f"values V ({kind})", f"{name}.v", kv[2:]),
+        _stage(f"{name}.scores", block, scores_text, f"{name}.scores", "h t s"),
+        _stage(
+            f"{name}.mask", block, "causal mask: no looking ahead" if causal else "padding mask", None, "t s"
+        ),
+        _stage(f"{name}.pattern", block, "softmax: attention weights", f"{name}.pattern", "h t s"),
+        _stage(f"{name}.z", block, "weighted values: pattern @ V", f"{name}.z", "h t e"),
+        _stage(f"{name}.out", block, "output projection W_O", f"{name}.out", "t d"),
+    ]
+
+
+def _mask_stage(config: ModelConfig, name: str, block: str, causal: bool) -> list[dict[str, Any]]:
+    """The mask step, where the model has one (a single unpadded input needs none otherwise)."""
+    if not causal and config.attn_window is None:
+        return []
+    title = "causal mask: no looking ahead" if causal else "mask"
+    if config.attn_window is not None:
+        title += f", sliding window of {config.attn_window}"
+    return [_stage(f"{name}.mask", block, title, None, "t s")]

@@ -1,0 +1,129 @@
+"""One forward pass as the page draws it: the walk payload, and one stage in full.
+
+`walk(lm, text, settings)` runs the model once on ``text`` with a hook on every stage the
+architecture has (`architecture.stages`). A hook keeps a summary of its tensor, not the
+tensor (a full trace of SmolLM2 at 512 tokens would be ~1 GB): its shape, the norm of
+each token's vector, its range, a few leading features per token, and, for attention
+weights, the pattern averaged over heads while the input is short. `stage(lm, text, name)`
+gives one stage's whole tensor when the page expands it. Then the prediction
+(`prediction.next_token`) from the last position's logits.
+
+Payload (version 1)::
+
+    {"version": 1, "model": str, "tokens": [{"id", "text"}], "decoder_tokens": [...] | null,
+     "architecture": architecture.summary(config), "stages": [stage + "value"],
+     "prediction": {"steps": [...], "token": {"id", "text"}} | null, "seconds": float}
+
+Every number is read from the forward pass; ``tests/test_workshop_api.py`` compares the
+payload with ``lm.trace`` on the same input.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from glassformer.inputs import ModelInputs
+from glassformer.models import EncoderModel
+from glassformer.nn.trace import evaluating
+from glassformer.sampling import GenerationSettings
+from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.arrays import pack, pack_unit
+from glassformer.workshop.prediction import next_token
+
+VERSION = 1
+PREVIEW_FEATURES = 16  # leading features per token sent with the walk
+SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns travel with
+# the walk; a longer input's come with /api/stage when the page expands a stage
+
+
+def walk(lm, text: Any, settings: GenerationSettings, name: str = "") -> dict[str, Any]:
+    """The walk payload for ``text`` (see the module docstring)."""
+    start = time.perf_counter()
+    inputs = lm.inputs
+    ids = inputs.single(text)
+    decoder_ids = inputs.decoder_ids(None)
+    plan = stages(lm.config)
+    values: dict[str, dict[str, Any]] = {}
+
+    def keep(x: torch.Tensor, trace_name: str) -> None:
+        values[trace_name] = _summary(x[0], trace_name)
+
+    names = [s["trace"] for s in plan if s["trace"]]
+    with torch.no_grad(), evaluating(lm.net), lm.net.hooks(dict.fromkeys(names, keep)):
+        output = inputs.forward(ids, decoder_ids)  # 1 t v (logits), or 1 t d (sentence encoder)
+    return {
+        "version": VERSION,
+        "model": name,
+        "tokens": _tokens(inputs, ids),
+        "decoder_tokens": None if decoder_ids is None else _tokens(inputs, decoder_ids),
+        "architecture": summary(lm.config),
+        "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
+        "prediction": _prediction(lm, ids, decoder_ids, output, settings),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def stage(lm, text: Any, trace_name: str) -> dict[str, Any]:
+    """One stage's whole tensor (batch dimension dropped): attention weights as bytes, the
+    rest as float32."""
+    if trace_name not in lm.net.hook_points:
+        raise ValueError(
+            f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
+        )
+    trace = lm.trace(lm.inputs.single(text), [trace_name])
+    tensor = trace[trace_name][0]
+    return {
+        "name": trace_name,
+        "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
+    }
+
+
+def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:
+    return [
+        {"id": int(i), "text": label} for i, label in zip(ids[0].tolist(), inputs.labels(ids), strict=True)
+    ]
+
+
+def _summary(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
+    """What the walk shows of one activation (no batch dimension): shape, per-token norms,
+    range, a preview, and the head-averaged pattern of a short input."""
+    x = x.float()
+    out: dict[str, Any] = {"shape": list(x.shape), "min": float(x.min()), "max": float(x.max())}
+    short = x.shape[-2] <= SHORT_INPUT
+    if trace_name.endswith((".scores", ".pattern")):  # h t s
+        if trace_name.endswith(".pattern") and short:
+            out["mean_pattern"] = pack_unit(x.mean(dim=0))  # t s: which tokens look at which
+    elif x.dim() == 3:  # h t e, g s e: each head's vector per token
+        out["norms"] = pack(x.norm(dim=-1))  # h t
+    else:  # t d (or t f, t v)
+        out["norms"] = pack(x.norm(dim=-1))  # t
+        if short:
+            out["preview"] = pack(x[:, :PREVIEW_FEATURES])  # t min(d, 16)
+    return out
+
+
+def _prediction(
+    lm, ids, decoder_ids, output: torch.Tensor, settings: GenerationSettings
+) -> dict[str, Any] | None:
+    """The next-token pipeline at the last position (a decoder's, or the encoder-decoder's
+    decoder); None for encoders, which do not generate."""
+    if isinstance(lm.net, EncoderModel):
+        return None
+    seen = ids if decoder_ids is None else decoder_ids
+    steps, token = next_token(output[0, -1], seen, settings)
+    label = lm.inputs.labels
+    return {
+        "steps": [step.payload(lambda i: label([i])[0]) for step in steps],
+        "token": {"id": token, "text": label([token])[0]},
+        "settings": {
+            "temperature": settings.temperature,
+            "top_k": settings.top_k,
+            "top_p": settings.top_p,
+            "repetition_penalty": settings.repetition_penalty,
+            "seed": settings.seed,
+            "greedy": not settings.do_sample,
+        },
+    }

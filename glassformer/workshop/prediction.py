@@ -1,0 +1,75 @@
+"""The prediction, step by step: logits -> penalties -> temperature -> top-k -> top-p -> token.
+
+`next_token` runs the processors of `glassformer.sampling` in the order generation runs
+them, over the whole vocabulary, and keeps each step's distribution, so the page can show
+what every setting does and the token drawn is the one `lm.generate` would draw for the
+same settings and seed (``tests/test_workshop_api.py`` checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from glassformer.sampling import (
+    GenerationSettings,
+    apply_repetition_penalty,
+    apply_temperature,
+    sample,
+    top_k_filter,
+    top_p_filter,
+)
+
+SHOWN = 12  # tokens listed per step (the probabilities are computed over every token)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the pipeline: its scores over the vocabulary (1 v)."""
+
+    name: str
+    text: str
+    scores: torch.Tensor
+
+    def payload(self, label) -> dict[str, Any]:
+        probs = torch.softmax(self.scores.float(), dim=-1)[0]  # v
+        kept = int(torch.isfinite(self.scores).sum())
+        top = torch.topk(probs, min(SHOWN, probs.numel()))
+        return {
+            "name": self.name,
+            "text": self.text,
+            "kept": kept,
+            "entropy": float(-(probs[probs > 0] * probs[probs > 0].log()).sum()),
+            "top": [
+                {"id": int(i), "token": label(int(i)), "p": float(p)}
+                for p, i in zip(top.values, top.indices, strict=True)
+            ],
+        }
+
+
+def next_token(
+    logits: torch.Tensor, seen: torch.Tensor, settings: GenerationSettings
+) -> tuple[list[Step], int]:
+    """The steps from next-token logits (v) to the chosen token, for tokens ``seen`` (1 s).
+
+    Greedy settings (temperature 0) take the argmax after the penalty, as generation does.
+    """
+    scores = logits.float().reshape(1, -1)  # 1 v
+    steps = [Step("logits", "softmax of the logits: the model's own distribution", scores)]
+    if settings.repetition_penalty != 1.0:
+        scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty)
+        steps.append(Step("repetition", f"repetition penalty {settings.repetition_penalty:g}", scores))
+    if not settings.do_sample:
+        return steps, int(scores.argmax(dim=-1))
+    scores = apply_temperature(scores, settings.temperature)
+    steps.append(Step("temperature", f"divided by temperature {settings.temperature:g}", scores))
+    if settings.top_k is not None:
+        scores = top_k_filter(scores, settings.top_k)
+        steps.append(Step("top_k", f"top-k: the {settings.top_k} likeliest kept", scores))
+    if settings.top_p is not None:
+        scores = top_p_filter(scores, settings.top_p)
+        steps.append(Step("top_p", f"top-p: the smallest set with probability >= {settings.top_p:g}", scores))
+    generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
+    return steps, int(sample(scores, generator)[0])

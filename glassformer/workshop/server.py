@@ -1,0 +1,169 @@
+"""The workshop's web server: a Starlette app, a plain list of routes to plain functions.
+
+    GET  /                 the page (static/index.html)
+    GET  /static/...       its ES modules and styles
+    GET  /api/models       the models this server holds: name, architecture, stages, limits
+    POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?}
+                           -> the walk payload (`payload.walk`)
+    POST /api/stage        {model, text, name} -> one stage's whole tensor (`payload.stage`)
+
+Models are the ones the command line named, loaded once at start; the browser picks one
+by name and can never make the server read a path. Every request is validated and a bad
+one is answered 400 (404 for an unknown model) with ``{"error": message}``, which the
+page shows. Forward passes run one at a time (one lock) in a worker thread, off the event
+loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from glassformer.sampling import generation_settings
+from glassformer.workshop import payload
+from glassformer.workshop.architecture import stages, summary
+
+STATIC = Path(__file__).parent / "static"
+MAX_TEXT_CHARS = 20_000  # a request body limit; the token limit is the model's max_seq_len
+SAMPLING_FIELDS = {
+    "temperature": float,
+    "top_k": int,
+    "top_p": float,
+    "repetition_penalty": float,
+    "seed": int,
+}
+
+
+class RequestError(ValueError):
+    """A request the page must fix: answered with ``status`` and the message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(models: dict[str, Any]) -> Starlette:
+    """The app serving ``models`` ({name: LanguageModel})."""
+    if not models:
+        raise ValueError("the workshop needs at least one model")
+    lock = asyncio.Lock()
+
+    async def run_model(fn, *args):
+        async with lock:
+            return await run_in_threadpool(fn, *args)
+
+    async def index(request: Request) -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    async def list_models(request: Request) -> JSONResponse:
+        return JSONResponse({"models": [_describe(name, lm) for name, lm in models.items()]})
+
+    async def walk(request: Request) -> JSONResponse:
+        body = await _body(request)
+        lm, name = _model(models, body)
+        text = _text(body, lm)
+        settings = _settings(body)
+        return await _answer(run_model(payload.walk, lm, text, settings, name))
+
+    async def stage(request: Request) -> JSONResponse:
+        body = await _body(request)
+        lm, _ = _model(models, body)
+        trace_name = body.get("name")
+        if not isinstance(trace_name, str):
+            raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
+        return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name))
+
+    routes = [
+        Route("/", index),
+        Route("/api/models", list_models),
+        Route("/api/walk", walk, methods=["POST"]),
+        Route("/api/stage", stage, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={RequestError: _request_error})
+
+
+async def _answer(work) -> JSONResponse:
+    """The JSON of what ``work`` returns; the library's ValueError/TypeError on an input
+    the checks above let through becomes a 400 with its message."""
+    try:
+        return JSONResponse(await work)
+    except (ValueError, TypeError, KeyError) as error:
+        raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from error
+
+
+async def _request_error(request: Request, error: RequestError) -> JSONResponse:
+    return JSONResponse({"error": str(error)}, status_code=error.status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestError("the request body must be JSON") from None
+    if not isinstance(body, dict):
+        raise RequestError('the request body must be a JSON object, such as {"model": ..., "text": ...}')
+    return body
+
+
+def _model(models: dict[str, Any], body: dict[str, Any]) -> tuple[Any, str]:
+    name = body.get("model")
+    if name not in models:
+        raise RequestError(f"no model {name!r} here; this workshop holds: {', '.join(models)}", status=404)
+    return models[name], name
+
+
+def _text(body: dict[str, Any], lm) -> str:
+    text = body.get("text")
+    if not isinstance(text, str) or not text:
+        raise RequestError("text must be a non-empty string")
+    if len(text) > MAX_TEXT_CHARS:
+        raise RequestError(
+            f"text has {len(text):,} characters; the workshop takes at most {MAX_TEXT_CHARS:,}"
+        )
+    if lm.tokenizer is None:
+        raise RequestError("this model has no tokenizer, so it cannot read text")
+    return text
+
+
+def _settings(body: dict[str, Any]):
+    """GenerationSettings from the request's sampling fields (absent or null: not set)."""
+    options: dict[str, Any] = {}
+    for field, kind in SAMPLING_FIELDS.items():
+        value = body.get(field)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (kind is int and value != int(value))
+        ):
+            raise RequestError(
+                f"{field} must be {'an integer' if kind is int else 'a number'}, got {value!r}"
+            )
+        options[field] = kind(value)
+    try:
+        return generation_settings(max_new_tokens=1, **options)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
+
+
+def _describe(name: str, lm) -> dict[str, Any]:
+    config = lm.config
+    return {
+        "name": name,
+        "parameters": lm.net.num_parameters(),
+        "max_seq_len": config.max_seq_len,
+        "reads_text": lm.tokenizer is not None,
+        "architecture": summary(config),
+        "stages": stages(config),
+    }

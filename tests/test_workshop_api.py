@@ -1,0 +1,145 @@
+"""The workshop's API: every number the page shows is the library's, and bad requests get 4xx."""
+
+import pytest
+import torch
+from starlette.testclient import TestClient
+
+import glassformer as gf
+from glassformer.tokenizers.char import CharTokenizer
+from glassformer.workshop.architecture import stages
+from glassformer.workshop.arrays import unpack
+from glassformer.workshop.server import create_app
+from tests.conftest import tiny
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz .,"
+TEXT = "the cat sat."
+
+
+def char_lm(**overrides) -> gf.LanguageModel:
+    tokenizer = CharTokenizer(ALPHABET)
+    torch.manual_seed(0)
+    config = tiny(vocab_size=len(ALPHABET), **overrides)
+    return gf.LanguageModel(gf.build(config).eval(), tokenizer)
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {
+        "llama": char_lm(positions="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=2),
+        "bert": char_lm(family="encoder", norm_placement="post"),
+        "t5": char_lm(family="encoder_decoder", positions="t5_relative", decoder_start_token_id=0),
+    }
+
+
+@pytest.fixture(scope="module")
+def client(models):
+    with TestClient(create_app(models)) as client:
+        yield client
+
+
+def walk(client, **body):
+    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, **body})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_models_lists_each_with_its_own_stages(client, models):
+    listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
+    assert set(listed) == set(models)
+    assert listed["llama"]["architecture"]["attention"]["kind"] == "GQA"
+    assert [s["id"] for s in listed["t5"]["stages"]] == [s["id"] for s in stages(models["t5"].config)]
+
+
+def test_every_number_of_the_walk_is_the_trace_s(client, models):
+    lm = models["llama"]
+    payload = walk(client)
+    trace = lm.trace(TEXT)
+    assert [t["id"] for t in payload["tokens"]] == lm.tokenizer.encode(TEXT)
+    for stage in payload["stages"]:
+        if stage["trace"] is None:
+            assert stage["value"] is None
+            continue
+        tensor, value = trace[stage["trace"]][0], stage["value"]
+        assert value["shape"] == list(tensor.shape), stage["trace"]
+        if "norms" in value:
+            assert torch.allclose(unpack(value["norms"]), tensor.norm(dim=-1), atol=1e-5), stage["trace"]
+        else:
+            assert stage["trace"].endswith((".scores", ".pattern"))
+        assert value["min"] == pytest.approx(float(tensor.min()), abs=1e-6)
+        if stage["trace"].endswith(".pattern"):
+            assert torch.allclose(unpack(value["mean_pattern"]), tensor.mean(0), atol=1 / 510)
+        if tensor.dim() == 2:
+            assert torch.allclose(unpack(value["preview"]), tensor[:, :16], atol=1e-6)
+
+
+def test_the_prediction_is_the_library_s(client, models):
+    lm = models["llama"]
+    settings = dict(temperature=0.7, top_k=5, top_p=0.9, seed=3)
+    prediction = walk(client, **settings)["prediction"]
+    assert [s["name"] for s in prediction["steps"]] == ["logits", "temperature", "top_k", "top_p"]
+    logits = lm.logits(TEXT)[0, -1]
+    probs = torch.softmax(logits / 0.7, dim=-1)
+    shown = prediction["steps"][1]["top"]
+    assert [t["id"] for t in shown] == probs.topk(len(shown)).indices.tolist()
+    assert [t["p"] for t in shown] == pytest.approx(probs.topk(len(shown)).values.tolist(), abs=1e-6)
+    assert prediction["steps"][2]["kept"] == 5 and prediction["steps"][3]["kept"] <= 5
+    drawn = lm.generate(lm.tokenizer.encode(TEXT), max_new_tokens=1, **settings)
+    assert prediction["token"]["id"] == drawn[0]  # the token lm.generate draws, same seed
+    greedy = walk(client, temperature=0)["prediction"]
+    assert greedy["token"]["id"] == int(logits.argmax()) and len(greedy["steps"]) == 1
+
+
+def test_a_stage_in_full(client, models):
+    trace = models["llama"].trace(TEXT)
+    for name in ("blocks.1.attn.pattern", "blocks.0.ffn.act", "blocks.0.attn.k"):
+        answer = client.post("/api/stage", json={"model": "llama", "text": TEXT, "name": name})
+        assert answer.status_code == 200, answer.text
+        tolerance = 1 / 510 if name.endswith("pattern") else 1e-6
+        assert torch.allclose(unpack(answer.json()["value"]), trace[name][0], atol=tolerance)
+
+
+def test_encoder_and_encoder_decoder_walks(client, models):
+    bert = walk(client, model="bert")
+    assert bert["prediction"] is None and bert["architecture"]["placement"] == "post"
+    assert not any(s["id"].endswith("final_norm") for s in bert["stages"])  # post-norm: none
+    t5 = walk(client, model="t5")
+    ids = [s["id"] for s in t5["stages"]]
+    assert "decoder.blocks.0.cross_attn.pattern" in ids and "encoder.blocks.1.attn.pattern" in ids
+    assert not any(i.endswith("embed.positions") for i in ids)  # T5: a bias, no position vectors
+    cross = next(s for s in t5["stages"] if s["id"] == "decoder.blocks.0.cross_attn.pattern")
+    assert cross["value"]["shape"] == [4, 1, len(TEXT)]  # h, the start token, the source
+    assert t5["decoder_tokens"] == [{"id": 0, "text": ALPHABET[0]}] and t5["prediction"] is not None
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"model": "gpt-5"}, 404, "no model 'gpt-5' here"),
+        ({"text": ""}, 400, "text must be a non-empty string"),
+        ({"text": 7}, 400, "text must be a non-empty string"),
+        ({"text": "a" * 65}, 400, "more than max_seq_len=64"),
+        ({"text": "ABC"}, 400, "'A'"),
+        ({"temperature": -1}, 400, "temperature=-1.0 must be >= 0"),
+        ({"temperature": "hot"}, 400, "temperature must be a number"),
+        ({"top_k": 2.5}, 400, "top_k must be an integer"),
+        ({"top_p": 1.5}, 400, "top_p=1.5 must lie in (0, 1]"),
+        ({"seed": True}, 400, "seed must be an integer"),
+    ],
+)
+def test_bad_requests_get_a_message(client, body, status, message):
+    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, **body})
+    assert answer.status_code == status
+    assert message in answer.json()["error"]
+
+
+def test_bad_bodies_and_stage_names(client):
+    assert client.post("/api/walk", content=b"{not json").json()["error"] == "the request body must be JSON"
+    assert client.post("/api/walk", json=[1, 2]).status_code == 400
+    answer = client.post("/api/stage", json={"model": "llama", "text": TEXT, "name": "blocks.9.attn.q"})
+    assert answer.status_code == 400 and "not a stage of this model" in answer.json()["error"]
+    assert client.get("/api/walk").status_code == 405
+
+
+def test_no_model_no_app():
+    with pytest.raises(ValueError, match="at least one model"):
+        create_app({})
