@@ -54,6 +54,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "heads": config.n_heads,
             "kv_heads": config.n_kv_heads,
             "d_head": config.d_head,
+            "scale": config.attn_scale if config.attn_scale is not None else config.d_head**-0.5,
         },
         "ffn": {"activation": config.activation, "gated": config.gated, "d_ff": config.d_ff},
         "d_model": config.d_model,
@@ -97,7 +98,13 @@ def _stack_stages(config: ModelConfig, stack: dict[str, Any]) -> list[dict[str, 
         out += _block_stages(config, f"{prefix}blocks.{i}", stack)
     if config.norm_placement == "pre":
         out.append(
-            _stage(f"{prefix}final_norm", group, f"final {_norm(config)}", f"{prefix}final_norm", "t d")
+            _stage(
+                f"{prefix}final_norm",
+                f"{prefix}final",
+                f"final {_norm(config)}",
+                f"{prefix}final_norm",
+                "t d",
+            )
         )
     return out
 
@@ -142,7 +149,12 @@ def _attention_stages(config, block: str, part: str, title: str, causal: bool, p
     name = f"{block}.{part}"
     kind = attention_kind(config)
     kv = "b g s e" if kind != "MHA" else "b h s e"
-    scores_text = "Q K^T / sqrt(d_head)" + (
+    scale = (
+        "Q K^T"
+        if config.attn_scale == 1.0
+        else ("Q K^T / sqrt(d_head)" if config.attn_scale is None else f"Q K^T * {config.attn_scale:g}")
+    )
+    scores_text = scale + (
         " + position bias" if config.positions in ("alibi", "t5_relative") and part == "attn" else ""
     )
     return [
@@ -163,9 +175,7 @@ def _attention_stages(config, block: str, part: str, title: str, causal: bool, p
         _stage(f"{name}.k", block, f"keys K ({kind})", f"{name}.k", kv[2:]),
         _stage(f"{name}.v", block, f"values V ({kind})", f"{name}.v", kv[2:]),
         _stage(f"{name}.scores", block, scores_text, f"{name}.scores", "h t s"),
-        _stage(
-            f"{name}.mask", block, "causal mask: no looking ahead" if causal else "padding mask", None, "t s"
-        ),
+        *_mask_stage(config, name, block, causal),
         _stage(f"{name}.pattern", block, "softmax: attention weights", f"{name}.pattern", "h t s"),
         _stage(f"{name}.z", block, "weighted values: pattern @ V", f"{name}.z", "h t e"),
         _stage(f"{name}.out", block, "output projection W_O", f"{name}.out", "t d"),

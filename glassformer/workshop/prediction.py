@@ -36,7 +36,7 @@ class Step:
     def payload(self, label) -> dict[str, Any]:
         probs = torch.softmax(self.scores.float(), dim=-1)[0]  # v
         kept = int(torch.isfinite(self.scores).sum())
-        top = torch.topk(probs, min(SHOWN, probs.numel()))
+        top = torch.topk(probs, min(SHOWN, kept))  # filtered tokens (probability 0) are not listed
         return {
             "name": self.name,
             "text": self.text,
@@ -68,7 +68,7 @@ def next_token(
     if settings.top_k is not None:
         scores = top_k_filter(scores, settings.top_k)
         steps.append(Step("top_k", f"top-k: the {settings.top_k} likeliest kept", scores))
-    if settings.top_p is not None:
+    if settings.top_p is not None and settings.top_p < 1:  # top_p = 1 keeps every token: off
         scores = top_p_filter(scores, settings.top_p)
         steps.append(Step("top_p", f"top-p: the smallest set with probability >= {settings.top_p:g}", scores))
     generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None

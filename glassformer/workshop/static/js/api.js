@@ -1,0 +1,52 @@
+// The server's three JSON routes (glassformer/workshop/server.py). A 4xx answer carries
+// {"error": message}: it becomes an ApiError whose message the page shows as it is.
+
+export class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+  }
+}
+
+// Relative paths: the page works wherever the app is mounted.
+const MODELS_URL = "api/models";
+const WALK_URL = "api/walk";
+const STAGE_URL = "api/stage";
+
+async function call(url, body) {
+  const init = body === undefined
+    ? {}
+    : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch (error) {
+    throw new ApiError(`the workshop server did not answer (${error.message}); is it still running?`, 0);
+  }
+  let answer;
+  try {
+    answer = await response.json();
+  } catch {
+    throw new ApiError(`the server answered ${response.status} ${response.statusText} without JSON`, response.status);
+  }
+  if (!response.ok) {
+    throw new ApiError(answer?.error ?? `the server answered ${response.status} ${response.statusText}`, response.status);
+  }
+  return answer;
+}
+
+/** [{name, parameters, max_seq_len, reads_text, architecture, stages}] */
+export async function fetchModels() {
+  return (await call(MODELS_URL)).models;
+}
+
+/** The walk payload (payload.py, version 1) for {model, text, temperature, top_k, ...}. */
+export function fetchWalk(request) {
+  return call(WALK_URL, request);
+}
+
+/** One stage's whole tensor: {name, value: packed array}. */
+export function fetchStage(model, text, name) {
+  return call(STAGE_URL, { model, text, name });
+}

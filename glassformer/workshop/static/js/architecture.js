@@ -1,0 +1,90 @@
+// The model in a few lines, from payload.architecture (architecture.summary(config)):
+// plain words for beginners; the numbers, the heads and the stream's norm layer by layer
+// above that; the config's own field names in advanced.
+
+import { unpack } from "./arrays.js";
+import { el, svg } from "./dom.js";
+import { count, number } from "./format.js";
+import { parseStage } from "./stages.js";
+
+const FAMILY_WORDS = {
+  decoder: "a decoder (like GPT): it reads the text left to right and predicts the next token",
+  encoder: "an encoder (like BERT): it reads the whole text at once, in both directions, and makes one vector per token",
+  encoder_decoder:
+    "an encoder-decoder (like T5): the encoder reads your text, and the decoder writes, looking back at the encoder through cross-attention",
+};
+
+const CHART_HEIGHT = 60; // px
+const CHART_BAR = 12; // px per layer
+
+function layers(arch) {
+  return arch.stacks.map((s) => `${s.layers} ${s.name ? `${s.name} ` : ""}block${s.layers === 1 ? "" : "s"}`).join(" and ");
+}
+
+function headsText(a) {
+  if (a.kind === "MHA") return `${a.heads} heads of ${a.d_head} dimensions (multi-head attention: each head has its own queries, keys and values)`;
+  const each = a.heads / a.kv_heads;
+  return `${a.heads} query heads of ${a.d_head} dimensions; ${a.kind}: ${a.kv_heads} key/value head${a.kv_heads === 1 ? "" : "s"}, each shared by ${each} query heads`;
+}
+
+function facts(arch, model, level) {
+  const a = arch.attention;
+  const norm = arch.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm";
+  const rows = [
+    ["family", arch.family.replace("_", "-")],
+    ["blocks", layers(arch)],
+    ["d_model", arch.d_model],
+    ["attention", headsText(a)],
+    ["feed-forward", `${arch.ffn.activation}${arch.ffn.gated ? " (gated)" : ""}, d_ff = ${arch.ffn.d_ff}`],
+    ["positions", arch.positions_text],
+    ["norm", `${norm}, ${arch.placement}-norm`],
+    ["vocabulary", `${arch.vocab_size.toLocaleString("en")} tokens`],
+  ];
+  if (model) rows.push(["parameters", count(model.parameters)], ["max_seq_len", model.max_seq_len.toLocaleString("en")]);
+  if (level === "advanced") {
+    rows.push(["config", `n_heads=${a.heads} n_kv_heads=${a.kv_heads} d_head=${a.d_head} positions=${arch.positions} norm=${arch.norm} norm_placement=${arch.placement} activation=${arch.ffn.activation}`]);
+  }
+  return el("dl", { class: "facts" }, rows.flatMap(([name, value]) => [el("dt", {}, name), el("dd", {}, String(value))]));
+}
+
+/** Mean ‖x‖ of the residual stream after each block (and after the embedding), per stack. */
+function streamNorms(stages) {
+  const stacks = new Map();
+  for (const stage of stages) {
+    const { stack, layer, kind } = parseStage(stage.id);
+    if (!stage.value?.norms || !(kind === "resid_post" || kind === "embed.out")) continue;
+    const norms = unpack(stage.value.norms).values;
+    const mean = norms.reduce((sum, v) => sum + v, 0) / norms.length;
+    if (!stacks.has(stack)) stacks.set(stack, []);
+    stacks.get(stack).push({ label: layer === null ? "emb" : String(layer), mean });
+  }
+  return stacks;
+}
+
+function normChart(name, points) {
+  const largest = Math.max(...points.map((p) => p.mean)) || 1;
+  const width = points.length * CHART_BAR;
+  const chart = svg("svg", { class: "layer-chart", width, height: CHART_HEIGHT, viewBox: `0 0 ${width} ${CHART_HEIGHT}` });
+  points.forEach((point, i) => {
+    const height = Math.max(1, ((CHART_HEIGHT - 2) * point.mean) / largest);
+    const bar = svg("rect", { x: i * CHART_BAR + 1, y: CHART_HEIGHT - height, width: CHART_BAR - 2, height });
+    bar.append(svg("title", {}, document.createTextNode(`${point.label === "emb" ? "after the embedding" : `after block ${point.label}`}: mean ‖x‖ ${number(point.mean)}`)));
+    chart.append(bar);
+  });
+  return el("figure", { class: "layer-norms" }, chart,
+    el("figcaption", {}, `${name ? `${name}: ` : ""}mean ‖x‖ of the residual stream after the embedding and after each block (${number(points[0].mean, 3)} → ${number(points[points.length - 1].mean, 3)})`));
+}
+
+/** model: the /api/models entry (parameters, max_seq_len), or null. */
+export function renderArchitecture(container, payload, model, level) {
+  const arch = payload.architecture;
+  const name = payload.model || model?.name || "this model";
+  if (level === "beginner") {
+    container.replaceChildren(el("p", { class: "plain" },
+      el("strong", {}, name), ` is ${FAMILY_WORDS[arch.family] ?? arch.family}. It has ${layers(arch)}, each with attention and a small feed-forward network` +
+      `${model ? `, and ${count(model.parameters)} numbers (parameters) learned in training` : ""}.`));
+    return;
+  }
+  const charts = [...streamNorms(payload.stages)].map(([stack, points]) => normChart(stack, points));
+  container.replaceChildren(el("p", { class: "plain" }, el("strong", {}, name)), facts(arch, model, level), ...charts);
+}

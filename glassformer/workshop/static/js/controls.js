@@ -1,0 +1,96 @@
+// The form at the top: model, text, level and the sampling settings. It reads and shows
+// settings; what they do is main.js's business (handlers passed in).
+
+import { el } from "./dom.js";
+import { count } from "./format.js";
+import { parseNumber, SAMPLING_KEYS } from "./state.js";
+
+const DEBOUNCE_MS = 300; // a slider sends one walk request when it rests, not one per pixel
+const INTEGER_FIELDS = new Set(["top_k", "seed"]);
+const SLIDERS = { temperature: "temperature-range", top_p: "top_p-range" };
+
+function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+/**
+ * handlers: {onRun(), onSampling(), onLevel(level)}. Returns {setModels, show, read}.
+ */
+export function bindControls(form, handlers) {
+  const field = (id) => form.querySelector(`#${id}`);
+  const text = field("text");
+  const model = field("model");
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    handlers.onRun();
+  });
+  // Enter runs the text; Shift+Enter is a new line.
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      handlers.onRun();
+    }
+  });
+  model.addEventListener("change", () => handlers.onRun());
+  for (const radio of form.querySelectorAll('input[name="level"]')) {
+    radio.addEventListener("change", () => handlers.onLevel(radio.value));
+  }
+
+  const sampling = debounce(() => handlers.onSampling(), DEBOUNCE_MS);
+  for (const key of SAMPLING_KEYS) {
+    const input = field(key);
+    const slider = SLIDERS[key] ? field(SLIDERS[key]) : null;
+    input.addEventListener("input", () => {
+      if (slider && input.value !== "") slider.value = input.value;
+      sampling();
+    });
+    slider?.addEventListener("input", () => {
+      input.value = slider.value;
+      sampling();
+    });
+  }
+
+  return {
+    /** Fill the model list: "name — decoder, 30 blocks, 135M parameters". */
+    setModels(models, selected) {
+      model.replaceChildren(
+        ...models.map((m) => {
+          const blocks = m.architecture.stacks.reduce((n, s) => n + s.layers, 0);
+          const label = `${m.name} (${m.architecture.family.replace("_", "-")}, ${blocks} blocks, ${count(m.parameters)})`;
+          return el("option", { value: m.name, selected: m.name === selected }, label);
+        }),
+      );
+    },
+    /** Sampling only matters to a model that predicts a next token. */
+    setGenerates(generates) {
+      const fieldset = form.querySelector("#sampling");
+      fieldset.disabled = !generates;
+      form.querySelector("#sampling-note").textContent = generates ? "" : "this model does not generate: no sampling";
+    },
+    /** Put ``settings`` in the form. */
+    show(settings) {
+      model.value = settings.model;
+      text.value = settings.text;
+      for (const radio of form.querySelectorAll('input[name="level"]')) radio.checked = radio.value === settings.level;
+      for (const key of SAMPLING_KEYS) {
+        const value = settings[key];
+        field(key).value = value === null ? "" : String(value);
+        if (SLIDERS[key] && value !== null) field(SLIDERS[key]).value = String(value);
+      }
+    },
+    /** The form's settings (a sampling field left empty is null: the server's default or off). */
+    read() {
+      const out = { model: model.value, text: text.value };
+      for (const key of SAMPLING_KEYS) {
+        const value = parseNumber(field(key).value, INTEGER_FIELDS.has(key));
+        out[key] = Number.isNaN(value) ? field(key).value : value; // the server names a bad value
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// Numbers and token spellings as the page prints them.
+
+// Whitespace made visible, so a token " the" reads as "␣the" and "\n" is not blank.
+const VISIBLE = [
+  [/ /g, "\u2423"], // ␣
+  [/\n/g, "\u21b5"], // ↵
+  [/\t/g, "\u21e5"], // ⇥
+  [/\r/g, "\u240d"], // ␍
+];
+
+export function tokenText(text) {
+  if (text === "") return "\u2205"; // ∅ an empty spelling
+  let shown = text;
+  for (const [pattern, mark] of VISIBLE) shown = shown.replace(pattern, mark);
+  return shown;
+}
+
+/** A token in quotes for sentences and hover text: 'Paris'. */
+export function quoted(text) {
+  return `\u2018${tokenText(text)}\u2019`;
+}
+
+/** A value with ``digits`` significant digits, exponent only when tiny or huge. */
+export function number(value, digits = 4) {
+  if (value === null || value === undefined) return "";
+  if (Number.isNaN(value)) return "NaN";
+  if (value === Infinity) return "\u221e";
+  if (value === -Infinity) return "\u2212\u221e";
+  if (value === 0) return "0";
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e5 || magnitude < 1e-3) return value.toExponential(digits - 1).replace(/-/g, "\u2212");
+  return Number(value.toPrecision(digits)).toString().replace(/-/g, "\u2212");
+}
+
+/** A probability as a percentage with ``decimals`` places: 0.7725 -> "77.25%". */
+export function percent(p, decimals = 1) {
+  return `${(100 * p).toFixed(decimals)}%`;
+}
+
+/** 134515008 -> "135M". */
+export function count(n) {
+  if (n >= 1e9) return `${(n / 1e9).toPrecision(3)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toPrecision(3)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toPrecision(3)}k`;
+  return String(n);
+}
+
+/** [9, 5, 64] -> "[9, 5, 64]". */
+export function shape(sizes) {
+  return `[${sizes.join(", ")}]`;
+}

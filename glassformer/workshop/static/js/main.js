@@ -1,0 +1,187 @@
+// The page: read the setup from the URL, ask the server for the walk, draw it, and redraw
+// what a change touches. The current settings, walk and view choices live here, in this
+// module's few variables; every other module draws from what it is handed.
+
+import { fetchModels, fetchStage, fetchWalk } from "./api.js";
+import { renderArchitecture } from "./architecture.js";
+import { renderLines } from "./attention_lines.js";
+import { bindControls } from "./controls.js";
+import { stageDetail } from "./stage_detail.js";
+import { readSettings, walkRequest, writeSettings } from "./state.js";
+import { renderPrediction } from "./prediction.js";
+import { parseStage } from "./stages.js";
+import { renderTokens } from "./tokens.js";
+import { firstBlock, groupOf, renderWalk } from "./walk.js";
+
+const $ = (id) => document.getElementById(id);
+const panels = {
+  tokens: $("tokens"),
+  architecture: $("architecture"),
+  lines: $("lines"),
+  walk: $("walk"),
+  prediction: $("prediction"),
+};
+const message = $("message");
+const status = $("status");
+
+let settings = readSettings(window.location.search);
+let models = [];
+let walk = null; // {payload, model, text}: the walk drawn now, and what it was asked for
+let openBlock = "";
+let head = 0; // the head shown when a per-head step is opened
+let walksDone = 0;
+let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
+const stageTensors = new Map(); // "model\ntext\nname" -> Promise of /api/stage's answer
+
+function showMessage(text) {
+  message.textContent = text;
+  message.hidden = !text;
+}
+
+function setState(state, text) {
+  document.body.dataset.state = state;
+  status.textContent = text;
+}
+
+function loadStage(name) {
+  const key = `${walk.model}\n${walk.text}\n${name}`;
+  if (!stageTensors.has(key)) {
+    const request = fetchStage(walk.model, walk.text, name);
+    request.catch((error) => {
+      stageTensors.delete(key);
+      showMessage(error.message);
+    });
+    stageTensors.set(key, request);
+  }
+  return stageTensors.get(key);
+}
+
+function modelInfo() {
+  return models.find((m) => m.name === walk?.model) ?? null;
+}
+
+// drawing ------------------------------------------------------------------------------
+function drawWalk() {
+  renderWalk(panels.walk, {
+    payload: walk.payload,
+    level: settings.level,
+    openBlock,
+    selected: settings.stage,
+    onOpenBlock: (group) => {
+      openBlock = group;
+      if (settings.stage && groupOf(walk.payload.stages, settings.stage) !== group && parseStage(settings.stage).layer !== null) {
+        settings.stage = "";
+      }
+      writeSettings(settings);
+      drawWalk();
+      panels.walk.querySelector(`.group[data-group="${CSS.escape(group)}"]`)?.scrollIntoView({ block: "nearest" });
+    },
+    onSelect: (id) => {
+      settings.stage = id;
+      if (id && parseStage(id).layer !== null) openBlock = groupOf(walk.payload.stages, id);
+      writeSettings(settings);
+      drawWalk();
+    },
+    detailFor: (stage) =>
+      stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage }),
+  });
+}
+
+function drawLines() {
+  if (settings.level !== "beginner") {
+    panels.lines.replaceChildren();
+    return;
+  }
+  renderLines(panels.lines, {
+    payload: walk.payload,
+    part: settings.linesPart,
+    layer: settings.layer,
+    loadStage,
+    onChange: ({ part, layer }) => {
+      settings.linesPart = part;
+      settings.layer = layer;
+      writeSettings(settings);
+    },
+  });
+}
+
+function drawAll() {
+  document.body.dataset.level = settings.level;
+  if (!walk) return;
+  renderTokens(panels.tokens, walk.payload, settings.level);
+  renderArchitecture(panels.architecture, walk.payload, modelInfo(), settings.level);
+  drawLines();
+  drawWalk();
+  renderPrediction(panels.prediction, walk.payload, settings.level);
+}
+
+// running ------------------------------------------------------------------------------
+/** Ask for the walk of the form's settings. A new model or text redraws everything; a
+ * sampling change only the prediction (the forward pass is the same). */
+async function run() {
+  settings = { ...settings, ...controls.read() };
+  writeSettings(settings);
+  const request = walkRequest(settings);
+  const ticket = ++latestRequest;
+  setState("loading", "running…");
+  let payload;
+  try {
+    payload = await fetchWalk(request);
+  } catch (error) {
+    if (ticket !== latestRequest) return;
+    showMessage(error.message);
+    setState("error", "");
+    return;
+  }
+  if (ticket !== latestRequest) return;
+  showMessage("");
+  const sameInput = walk && walk.model === request.model && walk.text === request.text;
+  walk = { payload, model: request.model, text: request.text };
+  if (sameInput) {
+    renderPrediction(panels.prediction, payload, settings.level);
+  } else {
+    const stages = payload.stages;
+    const chosen = stages.find((s) => s.id === settings.stage);
+    if (!chosen) settings.stage = "";
+    openBlock = chosen && parseStage(chosen.id).layer !== null ? chosen.group : firstBlock(stages);
+    writeSettings(settings);
+    drawAll();
+  }
+  controls.setGenerates(Boolean(payload.prediction));
+  walksDone += 1;
+  document.body.dataset.walks = String(walksDone);
+  const n = payload.tokens.length;
+  setState("ready", `${n} token${n === 1 ? "" : "s"} · ${payload.seconds.toFixed(2)} s`);
+}
+
+const controls = bindControls($("controls"), {
+  onRun: run,
+  onSampling: run,
+  onLevel: (level) => {
+    settings.level = level;
+    writeSettings(settings);
+    drawAll();
+  },
+});
+
+async function start() {
+  document.body.dataset.level = settings.level;
+  try {
+    models = await fetchModels();
+  } catch (error) {
+    showMessage(error.message);
+    setState("error", "");
+    return;
+  }
+  let notice = "";
+  if (!models.some((m) => m.name === settings.model)) {
+    if (settings.model) notice = `This workshop does not hold the model '${settings.model}' named in the link; showing '${models[0].name}'.`;
+    settings.model = models[0].name;
+  }
+  controls.setModels(models, settings.model);
+  controls.show(settings);
+  await run();
+  if (notice && message.hidden) showMessage(notice);
+}
+
+start();

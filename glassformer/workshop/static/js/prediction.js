@@ -1,0 +1,116 @@
+// The prediction panel: the next-token pipeline of payload.prediction, step by step
+// (logits -> repetition penalty -> temperature -> top-k -> top-p), each as the likeliest
+// tokens with their probabilities over the whole vocabulary and how many are still kept,
+// then the token drawn. Encoders do not generate: the panel says so.
+
+import { el } from "./dom.js";
+import { percent, quoted, tokenText } from "./format.js";
+import { PREDICTION_CODE } from "./levels.js";
+
+const SHOWN = { beginner: 5, intermediate: 10, advanced: 12 };
+const DECIMALS = { beginner: 1, intermediate: 2, advanced: 2 };
+
+const PLAIN_TITLES = {
+  logits: () => "What the model thinks comes next",
+  repetition: (s) => `Tokens already in the text made less likely (penalty ${s.repetition_penalty})`,
+  temperature: (s) => `Temperature ${s.temperature}: ${s.temperature < 1 ? "sharper, safer" : s.temperature > 1 ? "flatter, more surprising" : "unchanged"}`,
+  top_k: (s) => `Only the ${s.top_k} likeliest tokens kept`,
+  top_p: (s) => `Only the likeliest tokens that add up to ${percent(s.top_p, 0)} kept`,
+};
+
+function noPrediction(payload) {
+  const family = payload.architecture.family;
+  const hasHead = payload.stages.some((s) => s.id === "logits");
+  const text = family === "encoder"
+    ? "This model is an encoder: it reads the whole text at once, in both directions, and gives one vector per " +
+      "token. Encoders do not generate text, so there is no next token to predict." +
+      (hasHead ? " Its masked-LM head (the logits step) scores the words that could stand at each position." : "")
+    : "This model does not predict a next token.";
+  return el("p", { class: "no-prediction" }, text);
+}
+
+function bars(step, chosenId, level) {
+  const decimals = DECIMALS[level];
+  return el(
+    "ol",
+    { class: "bars" },
+    step.top.slice(0, SHOWN[level]).map((entry) =>
+      el(
+        "li",
+        { class: `bar-row${entry.id === chosenId ? " chosen" : ""}${entry.p === 0 ? " dropped" : ""}`, dataset: { id: entry.id } },
+        el("span", { class: "bar-token", title: `id ${entry.id}` }, tokenText(entry.token)),
+        el("span", { class: "bar-track" }, el("span", { class: "bar", style: { width: `${(100 * entry.p).toFixed(2)}%` } })),
+        el("span", { class: "bar-p" }, percent(entry.p, decimals)),
+        level === "advanced" ? el("span", { class: "bar-id" }, entry.id) : null,
+      ),
+    ),
+  );
+}
+
+function stepView(step, prediction, level, vocab) {
+  const settings = prediction.settings;
+  const title = level === "beginner" ? (PLAIN_TITLES[step.name]?.(settings) ?? step.text) : step.text;
+  const kept = step.kept === vocab
+    ? `all ${vocab.toLocaleString("en")} tokens possible`
+    : `${step.kept.toLocaleString("en")} of ${vocab.toLocaleString("en")} tokens kept`;
+  const facts = [kept];
+  if (level !== "beginner") facts.push(`entropy ${step.entropy.toFixed(3)} nats`);
+  const code = level === "advanced" ? PREDICTION_CODE[step.name] : null;
+  return el(
+    "section",
+    { class: "pred-step", dataset: { step: step.name, kept: step.kept } },
+    el("h3", { class: "pred-title" }, title),
+    el("p", { class: "pred-facts" }, facts.join(" · "),
+      code ? [" · ", el("code", {}, code[0]), " ", el("code", {}, code[1])] : null),
+    bars(step, prediction.token.id, level),
+  );
+}
+
+function chosenView(prediction, payload, level) {
+  const { settings, token } = prediction;
+  const how = settings.greedy
+    ? "temperature 0 is greedy: the likeliest token is taken."
+    : `drawn at random from the last distribution${settings.seed === null ? "" : ` (seed ${settings.seed}: the same seed draws the same token)`}.`;
+  const tokens = payload.decoder_tokens ?? payload.tokens;
+  const context = level === "beginner"
+    ? el("p", { class: "continuation" },
+      el("span", { class: "continuation-text" }, tokens.map((t) => t.text).join("")),
+      el("mark", { class: "continuation-next" }, token.text))
+    : null;
+  return el(
+    "div",
+    { class: "pred-token", dataset: { id: token.id } },
+    el("div", { class: "pred-token-line" }, "Next token: ", el("strong", { class: "pred-token-text" }, quoted(token.text)),
+      level === "advanced" ? el("span", { class: "bar-id" }, ` id ${token.id}`) : null),
+    el("p", { class: "hint" }, how),
+    context,
+  );
+}
+
+/** Draw payload.prediction (or why there is none) into ``container``. */
+export function renderPrediction(container, payload, level) {
+  const prediction = payload.prediction;
+  if (!prediction) {
+    container.replaceChildren(noPrediction(payload));
+    container.dataset.temperature = "";
+    container.dataset.ready = "1";
+    return;
+  }
+  const vocab = payload.architecture.vocab_size;
+  const intro = level === "beginner"
+    ? el("p", { class: "hint" }, "The model gives every token in its vocabulary a probability; your settings then reshape that list before one token is picked.")
+    : null;
+  container.replaceChildren(
+    intro ?? "",
+    ...prediction.steps.map((step) => stepView(step, prediction, level, vocab)),
+    chosenView(prediction, payload, level),
+  );
+  const settings = prediction.settings;
+  Object.assign(container.dataset, {
+    temperature: settings.temperature,
+    topK: settings.top_k ?? "",
+    topP: settings.top_p ?? "",
+    token: prediction.token.id,
+    ready: "1",
+  });
+}

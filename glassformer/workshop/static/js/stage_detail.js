@@ -1,0 +1,174 @@
+// One step opened: its whole tensor from POST /api/stage, drawn as a heatmap.
+//   attention weights  h t s  one head at a time (head buttons), rows = queries, cols = keys
+//   scores             h t s  the same, in a signed scale
+//   q, k, v, z         h t e  one head: tokens x features
+//   everything else    t d    tokens x the first 64 features
+// plus the per-token norms the walk payload already holds.
+
+import { leadingColumns, slice, unpack } from "./arrays.js";
+import { el } from "./dom.js";
+import { number, quoted, tokenText } from "./format.js";
+import { heatmap, thumbnail } from "./heatmap.js";
+import { normBars } from "./norms.js";
+import { axisTokens } from "./stages.js";
+
+const FIRST_FEATURES = 64;
+const THUMB_SIZE = 44; // px
+const WEIGHT_DECIMALS = 3;
+
+const CAPTIONS = {
+  pattern: {
+    beginner: "Each row is a token looking at the others (its columns). Darker: it looks there more. Each row adds up to 1.",
+    other: "Rows are queries (t), columns keys (s); each row sums to 1. Hover a cell for its weight.",
+  },
+  scores: {
+    beginner: "How well each token's question matches each other token. Orange: a good match, blue: a poor one.",
+    other: "Scores before the mask and softmax: rows queries (t), columns keys (s). Hover a cell for its value.",
+  },
+  features: {
+    beginner: "Each row is a token, each column one of the numbers in its vector. Orange: positive, blue: negative.",
+    other: "Rows are tokens, columns features. Hover a cell for its value.",
+  },
+};
+
+function caption(kind, level) {
+  const texts = CAPTIONS[kind];
+  return level === "beginner" ? texts.beginner : texts.other;
+}
+
+function tokenLabels(tokens, count) {
+  return Array.from({ length: count }, (_, i) => (tokens ? tokenText(tokens[i]?.text ?? "?") : String(i)));
+}
+
+/** What each axis of a 2-D slice holds: tokens (t, s) or feature indices. */
+function axes(stage, payload, letters) {
+  return letters.map((letter) => ({ letter, tokens: axisTokens(stage.id, letter, payload) }));
+}
+
+function describeCell(kind, rowAxis, colAxis, head, headLetter) {
+  const name = (axis, i) => (axis.tokens ? `${quoted(axis.tokens[i]?.text ?? "?")} (${i})` : `${i}`);
+  const headText = head === null ? "" : `${headLetter === "g" ? "kv head" : "head"} ${head}: `;
+  if (kind === "pattern") {
+    return (row, col, value) =>
+      `${headText}query ${name(rowAxis, row)} → key ${name(colAxis, col)}: weight ${value.toFixed(WEIGHT_DECIMALS)}`;
+  }
+  if (kind === "scores") {
+    return (row, col, value) => `${headText}query ${name(rowAxis, row)} → key ${name(colAxis, col)}: score ${number(value)}`;
+  }
+  const colName = colAxis.letter === "v" ? "vocabulary id" : "feature";
+  return (row, col, value) => `${headText}token ${name(rowAxis, row)}, ${colName} ${col}: ${number(value)}`;
+}
+
+function mapKind(stage) {
+  if (stage.trace.endsWith(".pattern")) return "pattern";
+  if (stage.trace.endsWith(".scores")) return "scores";
+  return "features";
+}
+
+/** The per-token norms of the walk payload (t, or one head's t of h t). */
+function normsView(stage, payload, head, level) {
+  const packed = stage.value?.norms;
+  if (!packed) return null;
+  const norms = unpack(packed);
+  const letters = stage.shape.split(" ");
+  const rowLetter = letters.length === 3 ? letters[1] : letters[0];
+  const tokens = axisTokens(stage.id, rowLetter, payload) ?? [];
+  const values = norms.shape.length === 2 ? slice(norms, head ?? 0).values : norms.values;
+  const words = level === "beginner" ? "How big each token's vector is" : "‖x‖ per token";
+  const which = norms.shape.length === 2 ? ` (head ${head ?? 0})` : "";
+  return normBars(values, tokens, `${words}${which}`);
+}
+
+/**
+ * The opened step. options: {stage, payload, level, head, onHead(head), loadStage(name) -> Promise}
+ * The element is returned at once; the tensor is drawn when it arrives (data-ready set).
+ */
+export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage }) {
+  const root = el("div", { class: "detail", dataset: { stage: stage.id } });
+  if (!stage.trace) {
+    root.append(el("p", { class: "detail-caption" }, "This step has no tensor of its own."));
+    root.dataset.ready = "1";
+    return root;
+  }
+  const kind = mapKind(stage);
+  const letters = stage.shape.split(" ");
+  const perHead = letters.length === 3;
+  const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
+  const norms = el("div", { class: "detail-norms" });
+  root.append(el("p", { class: "detail-caption" }, caption(kind, level)), body, norms);
+
+  let current = perHead ? Math.min(head, (stage.value?.shape?.[0] ?? 1) - 1) : null;
+  const drawNorms = () => norms.replaceChildren(normsView(stage, payload, current, level) ?? "");
+  drawNorms();
+
+  loadStage(stage.trace).then(
+    (answer) => {
+      const array = unpack(answer.value);
+      const heads = perHead ? array.shape[0] : 0;
+      const [rowAxis, colAxis] = axes(stage, payload, perHead ? letters.slice(1) : letters);
+      const draw = () => {
+        const plane = perHead ? slice(array, current) : array; // rows cols
+        const shown = colAxis.tokens ? plane : leadingColumns(plane, FIRST_FEATURES);
+        const [rows, cols] = shown.shape;
+        const colLabels = tokenLabels(colAxis.tokens, cols);
+        const map = heatmap({
+          values: shown.values,
+          rows,
+          cols,
+          rowLabels: tokenLabels(rowAxis.tokens, rows),
+          colLabels,
+          scale: kind === "pattern" ? "unit" : "diverging",
+          square: kind !== "features",
+          rowTitle: kind === "features" ? "tokens" : "queries",
+          colTitle: kind === "features" ? (colAxis.letter === "v" ? "vocabulary ids" : "features") : "keys",
+          describe: describeCell(kind, rowAxis, colAxis, current, letters[0]),
+        });
+        const clipped = plane.shape[1] > cols
+          ? el("p", { class: "hint" }, `the first ${cols} of ${plane.shape[1]} ${colAxis.letter === "v" ? "vocabulary entries" : "features"}`)
+          : null;
+        body.replaceChildren(
+          heads ? headButtons(array, kind, heads, current, letters[0], pick) : "",
+          map,
+          clipped ?? "",
+        );
+        root.dataset.head = current ?? "";
+        root.dataset.ready = "1";
+      };
+      const pick = (h) => {
+        current = h;
+        onHead?.(h);
+        draw();
+        drawNorms();
+      };
+      draw();
+    },
+    (error) => {
+      body.replaceChildren(el("p", { class: "error-inline" }, error.message));
+      root.dataset.ready = "error";
+    },
+  );
+  return root;
+}
+
+function headButtons(array, kind, heads, current, letter, pick) {
+  const word = letter === "g" ? "kv head" : "head";
+  const buttons = Array.from({ length: heads }, (_, h) => {
+    const plane = slice(array, h);
+    const [rows, cols] = plane.shape;
+    return el(
+      "button",
+      {
+        type: "button",
+        class: "head-button",
+        "aria-pressed": String(h === current),
+        dataset: { head: h },
+        title: `${word} ${h}`,
+        onclick: () => pick(h),
+      },
+      kind === "pattern" ? thumbnail(plane.values, rows, cols, THUMB_SIZE) : null,
+      el("span", {}, `${word} ${h}`),
+    );
+  });
+  return el("div", { class: "heads", role: "group", "aria-label": "heads" }, buttons);
+}
+

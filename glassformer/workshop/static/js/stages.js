@@ -1,0 +1,83 @@
+// What a stage id says about its step, read from the id alone (architecture.py names them):
+//   "embed.tokens", "blocks.3.attn.q", "encoder.blocks.0.ffn.act",
+//   "decoder.blocks.1.cross_attn.pattern", "final_norm", "logits"
+// The page knows no model by name: the stacks, blocks and parts come from the payload.
+
+const STACK_PREFIX = /^(encoder|decoder)\./;
+const BLOCK = /^blocks\.(\d+)\.(.+)$/;
+
+/** {stack: "" | "encoder" | "decoder", layer: number | null, cross: bool, kind} where
+ * kind names the step whatever its block: "attn.q" (self or cross), "ffn.act", "resid_mid". */
+export function parseStage(id) {
+  let rest = id;
+  let stack = "";
+  const prefix = rest.match(STACK_PREFIX);
+  if (prefix) {
+    stack = prefix[1];
+    rest = rest.slice(prefix[0].length);
+  }
+  let layer = null;
+  const block = rest.match(BLOCK);
+  if (block) {
+    layer = Number(block[1]);
+    rest = block[2];
+  }
+  const cross = rest.startsWith("cross_attn.");
+  const kind = cross ? rest.replace(/^cross_attn\./, "attn.") : rest;
+  return { stack, layer, cross, kind };
+}
+
+/** The stages cut into sections, in order:
+ * [{stack, kind: "input" | "embed" | "block" | "final" | "output", group, layer, stages}]
+ * A stack's own group ("embed", "encoder", "decoder") before its blocks is its embedding;
+ * after them (the final norm) it is the stack's end. */
+export function sections(stages) {
+  const out = [];
+  const seenBlocks = new Set();
+  for (const stage of stages) {
+    const last = out[out.length - 1];
+    if (last && last.group === stage.group) {
+      last.stages.push(stage);
+      continue;
+    }
+    const { stack, layer } = parseStage(stage.id);
+    let kind;
+    if (stage.group === "input") kind = "input";
+    else if (stage.group === "output") kind = "output";
+    else if (layer !== null) kind = "block";
+    else kind = seenBlocks.has(stack) ? "final" : "embed";
+    if (kind === "block") seenBlocks.add(stack);
+    out.push({ stack: kind === "input" || kind === "output" ? "" : stack, kind, group: stage.group, layer, stages: [stage] });
+  }
+  return out;
+}
+
+/** The tokens along one axis letter of a stage's shape. Queries (t) are the stream the
+ * stage belongs to (an encoder-decoder's decoder input on the decoder side and for the
+ * logits); keys (s) of cross-attention are the encoder's tokens. */
+export function axisTokens(stageId, letter, payload) {
+  const { stack, cross } = parseStage(stageId);
+  const decoderSide = payload.decoder_tokens && (stack === "decoder" || stageId === "logits");
+  if (letter === "s" && cross) return payload.tokens;
+  if (letter === "t" || letter === "s") return decoderSide ? payload.decoder_tokens : payload.tokens;
+  return null;
+}
+
+/** The attention patterns of a walk, by part: [{key, label, layers: [{layer, stage}]}],
+ * e.g. one part for a decoder; encoder, decoder and cross-attention for T5. */
+export function attentionParts(stages) {
+  const parts = new Map();
+  for (const stage of stages) {
+    if (!stage.trace || !stage.trace.endsWith(".pattern")) continue;
+    const { stack, layer, cross } = parseStage(stage.id);
+    const key = `${stack}:${cross ? "cross" : "self"}`;
+    if (!parts.has(key)) {
+      const label = cross
+        ? "cross-attention: the decoder reads the encoder"
+        : stack ? `${stack} self-attention` : "self-attention";
+      parts.set(key, { key, label, stack, cross, layers: [] });
+    }
+    parts.get(key).layers.push({ layer, stage });
+  }
+  return [...parts.values()];
+}

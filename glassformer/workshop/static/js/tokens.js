@@ -1,0 +1,54 @@
+// The tokens as coloured chips: the text as the model reads it. A chip's colour follows its
+// position, so the same token keeps its colour in the attention lines and the heatmaps.
+
+import { el } from "./dom.js";
+import { tokenText } from "./format.js";
+
+const HUE_STEP = 47; // degrees between neighbours: adjacent chips never look alike
+const SATURATION = 70;
+const LIGHTNESS = 87;
+
+export function tokenColour(position) {
+  return `hsl(${(position * HUE_STEP) % 360} ${SATURATION}% ${LIGHTNESS}%)`;
+}
+
+/** One chip; the id shows on hover, and under the text when ``showId``. */
+export function chip(token, position, showId = false) {
+  return el(
+    "span",
+    {
+      class: "chip",
+      title: `token ${position}: id ${token.id}`,
+      style: { background: tokenColour(position) },
+      dataset: { position, id: token.id },
+    },
+    el("span", { class: "chip-text" }, tokenText(token.text)),
+    showId ? el("span", { class: "chip-id" }, token.id) : null,
+  );
+}
+
+/** A row of chips with an optional label: "decoder input". */
+export function tokenRow(tokens, { showId = false, label = "" } = {}) {
+  return el(
+    "div",
+    { class: "token-row" },
+    label ? el("span", { class: "token-row-label" }, label) : null,
+    el("div", { class: "chips" }, tokens.map((token, i) => chip(token, i, showId))),
+  );
+}
+
+/** The tokens panel: the input, and an encoder-decoder's decoder input. */
+export function renderTokens(container, payload, level) {
+  const showId = level === "advanced";
+  const rows = [];
+  const n = payload.tokens.length;
+  const intro = level === "beginner"
+    ? `The model reads your text as ${n} token${n === 1 ? "" : "s"}. Hover a token for its id.`
+    : `t = ${n} tokens${showId ? "; the id under each" : "; hover for the id"}.`;
+  rows.push(el("p", { class: "hint" }, intro));
+  rows.push(tokenRow(payload.tokens, { showId, label: payload.decoder_tokens ? "encoder input" : "" }));
+  if (payload.decoder_tokens) {
+    rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input" }));
+  }
+  container.replaceChildren(...rows);
+}

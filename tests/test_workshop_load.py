@@ -1,0 +1,93 @@
+"""A bounded load test on this machine only: 20 clients x 10 mixed requests at a tiny model.
+
+Every answer must be the one expected (200 for good requests, 400 with a message for the
+bad one mixed in), and the process's memory must come back to where it was after a warm-up
+round (forward passes are serialized; nothing is kept per request).
+"""
+
+import gc
+import json
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from glassformer.workshop.server import create_app
+from tests.test_workshop_api import TEXT, char_lm
+from tests.workshop_server import serving
+
+CLIENTS, REQUESTS = 20, 10
+TIMEOUT_S = 30
+
+
+def request(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url + path.lstrip("/"), data=data, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def client_session(url: str, client: int) -> list[str]:
+    """REQUESTS mixed requests; the problems found (empty when every answer is right)."""
+    problems = []
+    for i in range(REQUESTS):
+        kind = (client + i) % 5
+        if kind == 0:
+            status, answer = request(url, "/api/models")
+            ok = status == 200 and answer["models"]
+        elif kind == 1:
+            status, answer = request(url, "/api/walk", {"model": "tiny", "text": TEXT, "seed": i})
+            ok = status == 200 and answer["prediction"]["token"]["id"] >= 0
+        elif kind == 2:
+            body = {"model": "tiny", "text": TEXT[: 3 + i], "temperature": 0.5, "top_k": 3}
+            status, answer = request(url, "/api/walk", body)
+            ok = status == 200 and len(answer["tokens"]) == 3 + i
+        elif kind == 3:
+            body = {"model": "tiny", "text": TEXT, "name": f"blocks.{i % 2}.attn.pattern"}
+            status, answer = request(url, "/api/stage", body)
+            ok = status == 200 and answer["value"]["dtype"] == "uint8"
+        else:
+            status, answer = request(url, "/api/walk", {"model": "tiny", "text": "a" * 100})
+            ok = status == 400 and "max_seq_len" in answer["error"]
+        if not ok:
+            problems.append(f"client {client} request {i} (kind {kind}): {status} {str(answer)[:120]}")
+    return problems
+
+
+def resident_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_twenty_clients_ten_requests_each_no_errors_no_growth():
+    app = create_app({"tiny": char_lm(positions="rope", n_kv_heads=2)})
+    with serving(app) as url, ThreadPoolExecutor(CLIENTS) as pool:
+        assert not sum(pool.map(lambda c: client_session(url, c), range(CLIENTS)), [])  # warm-up
+        gc.collect()
+        before = resident_mb()
+        problems = sum(pool.map(lambda c: client_session(url, c), range(CLIENTS)), [])
+        gc.collect()
+        after = resident_mb()
+    assert not problems, "\n".join(problems[:10])
+    assert after - before < 32, (
+        f"resident memory grew {after - before:.0f} MB over {CLIENTS * REQUESTS} requests"
+    )
+
+
+@pytest.mark.parametrize("body", [b"", b"{", b"[]"])
+def test_malformed_bodies_are_400_not_500(body):
+    app = create_app({"tiny": char_lm()})
+    with serving(app) as url:
+        req = urllib.request.Request(
+            url + "api/walk", data=body, headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(req, timeout=TIMEOUT_S)
+    assert error.value.code == 400 and "JSON" in json.loads(error.value.read())["error"]

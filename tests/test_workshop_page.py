@@ -1,0 +1,393 @@
+"""The workshop's page in a real browser: Debian's Chromium driven by Playwright.
+
+One server per module (`tests.workshop_server.serving`) holds three tiny models that read
+characters: a Llama-style decoder (RoPE, grouped-query attention), an encoder and a
+T5-style encoder-decoder. Each test opens the page from a URL, as a shared link would,
+checks what it draws against the library (`lm.trace`, `prediction.next_token`), and ends
+with the checks every page passes: no console errors and no request to another origin.
+Screenshots go to the test's tmp dir, and for review to $GLASSFORMER_SCREENSHOTS when it
+is set (`tests.screenshots.keep_screenshot`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import torch
+
+import glassformer as gf
+from glassformer.sampling import generation_settings
+from glassformer.tokenizers.char import CharTokenizer
+from glassformer.workshop.architecture import stages
+from glassformer.workshop.prediction import next_token
+from glassformer.workshop.server import create_app
+from tests.conftest import tiny_model
+from tests.screenshots import keep_screenshot
+from tests.workshop_server import serving
+
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+CHARS = "abcdefghijklmnopqrstuvwxyz .,"
+TEXT = "the cat sat on the mat"
+MAX_SEQ_LEN = 80
+LONG_TEXT = "the cat sat on the mat and the dog sat on the log, said the old man."  # > 64: no mean_pattern
+TOO_LONG = "abcd " * 20  # 100 characters > max_seq_len
+VIEWPORT = {"width": 1280, "height": 800}
+WEIGHT_STEP = 1 / 255  # attention weights travel as bytes
+SHOWN_WEIGHT = 5e-4  # the page prints weights with 3 decimals
+ATTENTION_SHARPNESS = 15.0
+BROWSER_400 = "Failed to load resource: the server responded with a status of 400 (Bad Request)"
+
+
+# models and server ---------------------------------------------------------------------
+def char_lm(**fields) -> gf.LanguageModel:
+    """A tiny model that reads characters, its query/key/value weights scaled up: at init
+    every head attends almost uniformly, and a test could not tell one head from another."""
+    tokenizer = CharTokenizer.from_text(CHARS)
+    net = tiny_model(vocab_size=tokenizer.vocab_size, max_seq_len=MAX_SEQ_LEN, **fields)
+    with torch.no_grad():
+        for name, weight in net.named_parameters():
+            if re.search(r"attn\.(qkv|q|kv)_proj\.weight$", name):
+                weight.mul_(ATTENTION_SHARPNESS)
+    return gf.LanguageModel(net, tokenizer)
+
+
+def distinctive_cell(weights: torch.Tensor) -> tuple[int, int, int]:
+    """The (head, query, key) whose weight differs most from every other head's (h t s);
+    never head 0, the one shown first, so a page that ignores the head selector fails."""
+    gaps = torch.stack(
+        [(torch.cat([weights[:h], weights[h + 1 :]]) - weights[h]).abs().amin(0) for h in range(len(weights))]
+    )  # h t s
+    gaps[0] = -1
+    head, query, key = (int(i) for i in torch.unravel_index(gaps.argmax(), gaps.shape))
+    return head, query, key
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, gf.LanguageModel]:
+    return {
+        "tiny": char_lm(positions="rope", n_kv_heads=2, norm="rmsnorm", activation="swiglu"),
+        "encoder": char_lm(family="encoder"),
+        "seq2seq": char_lm(family="encoder_decoder", positions="t5_relative", decoder_start_token_id=0),
+    }
+
+
+@pytest.fixture(scope="module")
+def server(models):
+    with serving(create_app(models)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+class Workshop:
+    """The page in one tab, with every request and console error it made."""
+
+    def __init__(self, browser, base: str, tmp_path: Path) -> None:
+        self.base, self.tmp_path = base, tmp_path
+        self.page = browser.new_page(viewport=VIEWPORT)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def open(self, **query) -> None:
+        """Load the page from a shared link and wait for its first walk (or its error)."""
+        self.page.goto(f"{self.base}?{urlencode(query)}")
+        self.page.wait_for_selector('body[data-walks="1"], body[data-state="error"]', state="attached")
+
+    def wait_walks(self, n: int) -> None:
+        self.page.wait_for_selector(f'body[data-walks="{n}"][data-state="ready"]', state="attached")
+
+    def level(self, name: str) -> None:
+        self.page.click(f"#level span:text-is('{name}')")
+        self.page.wait_for_selector(f'body[data-level="{name}"]', state="attached")
+
+    def query(self) -> dict[str, str]:
+        return {key: values[0] for key, values in parse_qs(urlsplit(self.page.url).query).items()}
+
+    def texts(self, selector: str) -> list[str]:
+        return self.page.locator(selector).all_inner_texts()
+
+    def shot(self, name: str, full_page: bool = True) -> None:
+        if full_page:
+            self.page.evaluate("window.scrollTo(0, 0)")
+        path = self.tmp_path / f"workshop_{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        assert path.stat().st_size > 1000
+        keep_screenshot(path)
+
+    def close(self, allowed_errors: tuple[str, ...] = ()) -> None:
+        """The checks every page passes: no errors, nothing asked of another origin."""
+        self.page.close()
+        errors = [e for e in self.errors if e not in allowed_errors]
+        assert errors == [], errors
+        foreign = [url for url in self.requests if not url.startswith(self.base)]
+        assert foreign == [], f"the page asked other origins: {foreign}"
+
+
+@pytest.fixture
+def workshop(browser, server, tmp_path):
+    opened = Workshop(browser, server, tmp_path)
+    yield opened
+    if not opened.page.is_closed():
+        opened.close()
+
+
+# what the page should show ---------------------------------------------------------------
+def shown_token(text: str) -> str:
+    """The page's spelling of a token: whitespace made visible."""
+    return text.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5")
+
+
+def visible_stages(workshop: Workshop) -> list[str]:
+    return workshop.page.locator(".step").evaluate_all("steps => steps.map(s => s.dataset.stage)")
+
+
+def collapsed_blocks(workshop: Workshop) -> list[str]:
+    return workshop.page.locator(".block-line").evaluate_all("lines => lines.map(b => b.dataset.group)")
+
+
+def assert_walk_drawn(workshop: Workshop, lm) -> None:
+    """Every step of the model's walk is drawn, in order, or folded into its block's line."""
+    plan = stages(lm.config)
+    folded = set(collapsed_blocks(workshop))
+    assert visible_stages(workshop) == [s["id"] for s in plan if s["group"] not in folded]
+    blocks = {s["group"] for s in plan if ".blocks." in f".{s['group']}"}
+    assert folded < blocks and len(blocks - folded) == 1  # exactly one block is open
+
+
+def sampling_disabled(workshop: Workshop) -> bool:
+    return workshop.page.eval_on_selector("#temperature", "input => input.matches(':disabled')")
+
+
+def expected_steps(lm, text: str, **sampling) -> tuple[list, int]:
+    """The prediction pipeline as the library computes it for these settings."""
+    ids = lm.inputs.single(text)
+    logits = lm.trace(text, ["logits"])["logits"][0, -1]  # v
+    return next_token(logits, ids, generation_settings(max_new_tokens=1, **sampling))
+
+
+def assert_prediction_shown(workshop: Workshop, lm, text: str, decimals: int, **sampling) -> None:
+    """Each step's bars show the probabilities next_token computes, to the shown precision."""
+    steps, token = expected_steps(lm, text, **sampling)
+    page = workshop.page
+    assert page.locator(".pred-step").evaluate_all("s => s.map(e => e.dataset.step)") == [
+        s.name for s in steps
+    ]
+    for step in steps:
+        probs = torch.softmax(step.scores.float(), dim=-1)[0]  # v
+        rows = page.locator(f'.pred-step[data-step="{step.name}"] .bar-row')
+        kept = int(page.locator(f'.pred-step[data-step="{step.name}"]').get_attribute("data-kept"))
+        assert kept == int(torch.isfinite(step.scores).sum())
+        shown = []
+        for i in range(rows.count()):
+            row = rows.nth(i)
+            token_id = int(row.get_attribute("data-id"))
+            percent = float(row.locator(".bar-p").inner_text().rstrip("%"))
+            assert abs(percent - 100 * float(probs[token_id])) <= 0.5 * 10**-decimals + 1e-6, (
+                step.name,
+                token_id,
+            )
+            assert row.locator(".bar-token").inner_text() == shown_token(lm.tokenizer.id_to_token(token_id))
+            shown.append(float(probs[token_id]))
+        assert rows.count() > 0 and shown == sorted(shown, reverse=True)
+        assert shown[0] == pytest.approx(float(probs.max()))
+    chosen = page.locator(".pred-token")
+    assert int(chosen.get_attribute("data-id")) == token
+    assert shown_token(lm.tokenizer.id_to_token(token)) in chosen.inner_text()
+
+
+# tests ---------------------------------------------------------------------------------
+def test_page_shows_the_tokens_and_every_stage(workshop, models):
+    lm = models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page = workshop.page
+    assert workshop.texts("#tokens .chip-text") == [shown_token(c) for c in TEXT]
+    ids = lm.tokenizer.encode(TEXT)
+    assert page.locator("#tokens .chip").nth(4).get_attribute("title") == f"token 4: id {ids[4]}"
+    assert_walk_drawn(workshop, lm)
+    assert collapsed_blocks(workshop) == ["blocks.1"]  # block 0 open, block 1 one line
+    q = page.locator('[data-stage="blocks.0.attn.q"] .step-shape').inner_text()
+    assert q == f"h t e \u2192 [4, {len(TEXT)}, 8]"
+    assert (
+        page.locator('[data-stage="blocks.0.attn.k"] .step-shape').inner_text()
+        == f"g s e \u2192 [2, {len(TEXT)}, 8]"
+    )
+
+    page.click('.block-line[data-group="blocks.1"]')  # open block 1: block 0 folds
+    page.wait_for_selector('[data-stage="blocks.1.ffn.act"]')
+    assert collapsed_blocks(workshop) == ["blocks.0"]
+    assert_walk_drawn(workshop, lm)
+    assert workshop.query()["text"] == TEXT and workshop.query()["model"] == "tiny"
+    workshop.shot("intermediate_block1")
+
+
+def test_each_level_renders(workshop, models):
+    lm = models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="beginner")
+    page = workshop.page
+    # beginner: which words look at which, the prediction, plain words and no trace names
+    page.wait_for_selector('#lines[data-ready="1"] line', state="attached")
+    mean = lm.trace(TEXT, ["blocks.0.attn.pattern"])["blocks.0.attn.pattern"][0].mean(dim=0)  # t s
+    lines = page.locator("#lines line")
+    assert lines.count() > len(TEXT)  # every token looks at one token at least
+    for i in range(0, lines.count(), 7):
+        line = lines.nth(i)
+        query, key = int(line.get_attribute("data-query")), int(line.get_attribute("data-key"))
+        assert key <= query  # causal: no line to a later token
+        assert abs(float(line.get_attribute("data-weight")) - float(mean[query, key])) <= WEIGHT_STEP
+    assert page.locator(".pred-step").count() >= 1 and page.locator(".pred-token").is_visible()
+    assert page.locator(".step-explain").count() == page.locator(".step").count()
+    assert page.locator(".step-trace").count() == 0 and page.locator(".step-eq").count() == 0
+    workshop.shot("beginner")
+    page.locator(".lines-layer").fill("1")  # the layer slider: layer 1's pattern
+    page.wait_for_selector('#lines[data-ready="1"][data-layer="1"]', state="attached")
+    assert workshop.query()["layer"] == "1"
+
+    workshop.level("intermediate")  # equations with this input's numbers, norms, heads
+    assert not page.locator("#lines-panel").is_visible()
+    scores = page.locator('[data-stage="blocks.0.attn.scores"] .step-eq').inner_text()
+    assert "\u221a8" in scores and "scores from" in scores  # d_head = 32 / 4
+    assert "GQA: 2 key/value heads" in page.locator("#architecture").inner_text()
+    assert page.locator(".layer-chart rect").count() == 1 + lm.config.n_layers
+    assert workshop.query()["level"] == "intermediate"
+    workshop.shot("intermediate")
+
+    workshop.level("advanced")  # trace names, code locations, token ids
+    traces = workshop.texts(".step-trace")
+    assert "blocks.0.attn.pattern" in traces and "embed.tokens" in traces
+    assert (
+        "glassformer/nn/attention.py"
+        in page.locator('[data-stage="blocks.0.attn.pattern"] .step-code').inner_text()
+    )
+    assert workshop.texts("#tokens .chip-id")[:3] == [str(i) for i in lm.tokenizer.encode(TEXT)[:3]]
+    workshop.shot("advanced")
+
+
+def test_attention_heatmap_hover_shows_the_traced_weight(workshop, models):
+    lm = models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="advanced")
+    page = workshop.page
+    page.click('.block-line[data-group="blocks.1"]')
+    page.click('[data-stage="blocks.1.attn.pattern"] > .step-head')
+    page.wait_for_selector('.detail[data-ready="1"] .hm-canvas')
+    assert workshop.query()["stage"] == "blocks.1.attn.pattern"
+    weights = lm.trace(TEXT, ["blocks.1.attn.pattern"])["blocks.1.attn.pattern"][0]  # h t s
+    head, query, key = distinctive_cell(weights)
+    others = torch.cat([weights[:head], weights[head + 1 :]])[:, query, key]
+    assert (others - weights[head, query, key]).abs().min() > 4 * WEIGHT_STEP  # the cell tells heads apart
+    page.click(f'.head-button[data-head="{head}"]')
+    page.wait_for_selector(f'.detail[data-head="{head}"][data-ready="1"] .hm-canvas')
+    detail = page.locator(".detail")
+    assert detail.locator(".hm-rows .hm-label").count() == len(TEXT)  # queries
+    assert detail.locator(".hm-cols .hm-label").count() == len(TEXT)  # keys
+    canvas = detail.locator(".hm-canvas")
+    canvas.evaluate("c => c.scrollIntoView({block: 'center'})")
+    box = canvas.bounding_box()
+    cell_w, cell_h = box["width"] / len(TEXT), box["height"] / len(TEXT)
+    canvas.hover(position={"x": (key + 0.5) * cell_w, "y": (query + 0.5) * cell_h})
+    tip = detail.locator(".hm-tip")
+    tip.wait_for(state="visible")
+    expected = float(weights[head, query, key])
+    assert (tip.get_attribute("data-row"), tip.get_attribute("data-col")) == (str(query), str(key))
+    text = tip.inner_text()
+    assert text.startswith(f"head {head}: query \u2018{shown_token(TEXT[query])}\u2019 ({query})")
+    assert f"key \u2018{shown_token(TEXT[key])}\u2019 ({key})" in text
+    shown = float(re.search(r"weight ([0-9.]+)$", text).group(1))
+    assert abs(shown - expected) <= WEIGHT_STEP + SHOWN_WEIGHT
+    assert abs(float(tip.get_attribute("data-value")) - expected) <= WEIGHT_STEP
+    workshop.shot("attention_heatmap", full_page=False)
+
+    workshop.open(model="tiny", text=TEXT, level="advanced", stage="blocks.1.attn.pattern")  # the shared link
+    page.wait_for_selector('.detail[data-stage="blocks.1.attn.pattern"][data-ready="1"] .hm-canvas')
+    assert collapsed_blocks(workshop) == ["blocks.0"]  # the open step's block is the open one
+
+
+def test_sampling_controls_update_the_prediction(workshop, models):
+    lm = models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate", temperature=0.8)
+    page = workshop.page
+    assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=0.8)
+
+    page.fill("#temperature", "1.7")  # one debounced walk request
+    page.wait_for_selector('#prediction[data-temperature="1.7"]', state="attached")
+    workshop.wait_walks(2)
+    assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=1.7)
+    page.fill("#top_k", "5")
+    page.wait_for_selector('#prediction[data-top-k="5"]', state="attached")
+    assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=1.7, top_k=5)
+    assert page.locator('.pred-step[data-step="top_k"]').get_attribute("data-kept") == "5"
+    assert workshop.query()["temperature"] == "1.7" and workshop.query()["top_k"] == "5"
+
+    # the same link opened anew: greedy, with a repetition penalty
+    workshop.open(model="tiny", text=TEXT, level="beginner", temperature=0, repetition_penalty=1.5)
+    assert_prediction_shown(workshop, lm, TEXT, decimals=1, temperature=0, repetition_penalty=1.5)
+    assert "greedy" in page.locator(".pred-token").inner_text()
+    workshop.shot("greedy_prediction")
+
+
+def test_encoder_and_encoder_decoder_draw_their_own_stages(workshop, models):
+    page = workshop.page
+    workshop.open(model="encoder", text=TEXT, level="intermediate")
+    assert_walk_drawn(workshop, models["encoder"])
+    assert page.locator(".pred-step").count() == 0
+    assert "encoder" in page.locator(".no-prediction").inner_text()
+    assert sampling_disabled(workshop)
+    assert page.locator('[data-stage="blocks.0.attn.mask"]').count() == 0  # bidirectional: no mask step
+    workshop.shot("encoder")
+
+    workshop.open(model="seq2seq", text=TEXT, level="advanced")
+    lm = models["seq2seq"]
+    assert page.locator('.stack[data-stack="encoder"]').count() == 1
+    assert page.locator('.stack[data-stack="decoder"]').count() == 1
+    assert len(workshop.texts("#tokens .token-row")) == 2  # encoder input, decoder input
+    page.click('.block-line[data-group="decoder.blocks.0"]')
+    page.wait_for_selector('[data-stage="decoder.blocks.0.cross_attn.pattern"]')
+    assert_walk_drawn(workshop, lm)
+    assert page.locator(".pred-step").count() >= 1 and not sampling_disabled(workshop)
+    page.click('[data-stage="decoder.blocks.0.cross_attn.pattern"] > .step-head')
+    page.wait_for_selector('.detail[data-ready="1"] .hm-canvas')
+    detail = page.locator(".detail")
+    assert detail.locator(".hm-rows .hm-label").count() == 1  # queries: the decoder's start token
+    assert detail.locator(".hm-cols .hm-label").count() == len(TEXT)  # keys: the encoder's tokens
+    workshop.shot("encoder_decoder")
+
+
+def test_a_too_long_text_shows_the_servers_error(workshop):
+    page = workshop.page
+    workshop.open(model="tiny", text=TOO_LONG)
+    message = page.locator("#message")
+    assert message.is_visible()
+    assert f"more than max_seq_len={MAX_SEQ_LEN}" in message.inner_text()
+    workshop.shot("error", full_page=False)
+    page.fill("#text", TEXT)
+    page.press("#text", "Enter")  # Enter runs the text
+    workshop.wait_walks(1)
+    assert not message.is_visible()
+    assert len(workshop.texts("#tokens .chip")) == len(TEXT)
+    workshop.close(allowed_errors=(BROWSER_400,))  # Chromium's own line for the 400 answer
+
+
+def test_a_long_text_fetches_the_pattern_for_the_lines(workshop, models):
+    lm = models["tiny"]
+    workshop.open(model="tiny", text=LONG_TEXT, level="beginner", layer=1)
+    page = workshop.page
+    page.wait_for_selector('#lines[data-ready="1"][data-layer="1"] line', state="attached")
+    assert any(url.endswith("/api/stage") for url in workshop.requests)
+    mean = lm.trace(LONG_TEXT, ["blocks.1.attn.pattern"])["blocks.1.attn.pattern"][0].mean(dim=0)  # t s
+    line = page.locator("#lines line").last
+    query, key = int(line.get_attribute("data-query")), int(line.get_attribute("data-key"))
+    assert abs(float(line.get_attribute("data-weight")) - float(mean[query, key])) <= WEIGHT_STEP

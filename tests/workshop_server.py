@@ -1,0 +1,52 @@
+"""Serve an ASGI app on a free 127.0.0.1 port in a background thread, for browser tests.
+
+    with serving(create_app({"tiny": lm})) as url:
+        page.goto(url)          # http://127.0.0.1:PORT/
+
+`uvicorn.Server` runs in a daemon thread; leaving the block asks it to exit and waits for
+the thread, so no server outlives its test module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import uvicorn
+
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(app) -> Iterator[str]:
+    """Run ``app`` on a free port while the block runs; yields its base URL (with '/')."""
+    port = free_port()
+    config = uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"workshop-test-server:{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"the test server on {HOST}:{port} stopped before it started")
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the test server on {HOST}:{port} did not start in {START_TIMEOUT_S:g} s")
+        time.sleep(0.02)
+    try:
+        yield f"http://{HOST}:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(STOP_TIMEOUT_S)
