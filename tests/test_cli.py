@@ -10,6 +10,7 @@ from glassformer.train.denormals import flushing_denormals
 
 # every command and its flags (beyond -h): each command module registers its own parser
 FLAGS = {
+    "workshop": {"--port", "--host", "--no-browser"},
     "demo": {"--steps", "--length", "--seed"},
     "config": {"--d-model", "--n-heads", "--n-kv-heads", "--positions", "--tie-embeddings", "--d-ff"},
     "data": {"--data-dir"},
@@ -179,3 +180,19 @@ def test_export_overwrite_refuses_a_directory_holding_other_files(tmp_path, caps
     assert cli.main(["export", str(run), str(out), "--overwrite"]) == 2
     assert "notes.txt" in capsys.readouterr().err
     assert (out / "notes.txt").read_text() == "mine" and (out / "config.json").exists()
+
+
+def test_workshop_models_default_to_the_registry_and_local_runs(tmp_path):
+    from glassformer.commands.workshop import DEFAULT_MODELS, model_names
+
+    assert model_names(["runs/x"], tmp_path) == ["runs/x"]
+    assert model_names([], tmp_path / "none") == list(DEFAULT_MODELS)
+    (tmp_path / "char").mkdir()
+    (tmp_path / "char" / "train_config.json").write_text("{}")
+    (tmp_path / "notes").mkdir()
+    assert model_names([], tmp_path) == [*DEFAULT_MODELS, str(tmp_path / "char")]
+
+
+def test_workshop_refuses_a_bad_port(capsys):
+    assert cli.main(["workshop", "minilm-l6", "--port", "70000", "--no-browser"]) == 2
+    assert "not a port number" in capsys.readouterr().err

@@ -143,3 +143,20 @@ def test_bad_bodies_and_stage_names(client):
 def test_no_model_no_app():
     with pytest.raises(ValueError, match="at least one model"):
         create_app({})
+
+
+@pytest.mark.parametrize("view", ["head", "model", "neuron", "tokens"])
+def test_the_notebook_views_open_for_the_current_text(client, view):
+    answer = client.get(f"/views/{view}", params={"model": "llama", "text": TEXT, "layer": 1, "head": 2})
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    assert "<script" in answer.text and "http://" not in answer.text.replace("http://www.w3.org", "")
+
+
+def test_views_of_an_encoder_decoder_and_bad_view_requests(client):
+    assert client.get("/views/head", params={"model": "t5", "text": TEXT}).status_code == 200
+    answer = client.get("/views/head", params={"model": "llama", "text": TEXT, "layer": 7})
+    assert answer.status_code == 400 and "layer 7 is out of range" in answer.json()["error"]
+    answer = client.get("/views/movie", params={"model": "llama", "text": TEXT})
+    assert answer.status_code == 400 and "no view 'movie'" in answer.json()["error"]
+    answer = client.get("/views/head", params={"model": "llama", "text": TEXT, "head": "x"})
+    assert answer.status_code == 400 and "head must be an integer" in answer.json()["error"]

@@ -391,3 +391,20 @@ def test_a_long_text_fetches_the_pattern_for_the_lines(workshop, models):
     line = page.locator("#lines line").last
     query, key = int(line.get_attribute("data-query")), int(line.get_attribute("data-key"))
     assert abs(float(line.get_attribute("data-weight")) - float(mean[query, key])) <= WEIGHT_STEP
+
+
+def test_the_view_links_open_the_notebook_views_of_the_current_text(workshop, browser):
+    page = workshop.page
+    workshop.open(model="tiny", text=TEXT, level="advanced", layer=1)
+    links = page.locator("#views a")
+    assert [a.get_attribute("data-view") for a in links.all()] == ["head", "model", "neuron", "tokens"]
+    with page.context.expect_page() as opened:
+        page.click('#views a[data-view="head"]')
+    view = opened.value
+    errors = []
+    view.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    view.wait_for_load_state()
+    assert "layer=1" in view.url and parse_qs(urlsplit(view.url).query)["text"] == [TEXT]
+    view.wait_for_selector("[data-ready]", state="attached")
+    assert errors == []
+    view.close()

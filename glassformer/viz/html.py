@@ -80,10 +80,13 @@ def check_weights(weights: torch.Tensor, name: str = "attention") -> None:
         )
 
 
-def encode_weights(weights: torch.Tensor) -> dict[str, Any]:
-    """Attention weights (any shape) -> a uint8 block, ``q = round(255 w)``, deflated."""
-    q = (weights.clamp(0, 1) * 255 + 0.5).to(torch.uint8)  # round half up (values are >= 0)
+def encode_weights(weights: torch.Tensor, compress: bool = True) -> dict[str, Any]:
+    """Attention weights (any shape) -> a uint8 block, ``q = round(255 w)``, deflated unless
+    ``compress=False`` (for a page that reads the bytes at once, like the workshop's)."""
+    q = (weights.detach().cpu().float().clamp(0, 1) * 255 + 0.5).to(torch.uint8)  # round half up (>= 0)
     raw = np.ascontiguousarray(q.numpy()).tobytes()
+    if not compress:
+        return _block("uint8", list(q.shape), raw, None)
     return _block("uint8", list(q.shape), zlib.compress(raw, 6), "deflate")
 
 

@@ -1,7 +1,10 @@
 """Tensors for the page: typed arrays in base64, never JSON lists of floats.
 
-    {"dtype": "float32", "shape": [t, d], "data": "<base64>"}
-    {"dtype": "uint8", "shape": [h, t, s], "scale": 1/255, "data": "<base64>"}   value = byte * scale
+The blocks of `glassformer.viz.html` (the notebook views' format), uncompressed so the
+page reads them at once, and with the scale of an 8-bit block spelled out:
+
+    {"dtype": "float32", "shape": [t, d], "compression": null, "data": "<base64>"}
+    {"dtype": "uint8", "shape": [h, t, s], "compression": null, "scale": 1/255, "data": "<base64>"}
 
 The page turns ``data`` into a Float32Array or Uint8Array (`static/js/arrays.js`).
 Attention weights lie in [0, 1] and are only drawn, so 8 bits carry them (error <= 1/510).
@@ -20,33 +23,22 @@ from typing import Any
 import numpy as np
 import torch
 
+from glassformer.viz.html import decode_weights, encode_float32, encode_weights
+
 
 def pack(tensor: torch.Tensor) -> dict[str, Any]:
     """A float32 typed array (little-endian, as every browser reads it)."""
-    array = tensor.detach().to(torch.float32).cpu().contiguous().numpy().astype("<f4")
-    return {
-        "dtype": "float32",
-        "shape": list(array.shape),
-        "data": base64.b64encode(array.tobytes()).decode(),
-    }
+    return encode_float32(tensor)
 
 
 def pack_unit(tensor: torch.Tensor) -> dict[str, Any]:
     """Values in [0, 1] as bytes: round(value * 255)."""
-    array = (tensor.detach().float().clamp(0, 1) * 255).round().to(torch.uint8).cpu().contiguous().numpy()
-    return {
-        "dtype": "uint8",
-        "shape": list(array.shape),
-        "scale": 1 / 255,
-        "data": base64.b64encode(array.tobytes()).decode(),
-    }
+    return {**encode_weights(tensor, compress=False), "scale": 1 / 255}
 
 
 def unpack(packed: dict[str, Any]) -> torch.Tensor:
     """The tensor a packed array holds (what the page reads), for tests and notebooks."""
-    raw = base64.b64decode(packed["data"])
     if packed["dtype"] == "uint8":
-        values = np.frombuffer(raw, dtype=np.uint8).astype(np.float32) * packed["scale"]
-    else:
-        values = np.frombuffer(raw, dtype="<f4")
+        return torch.from_numpy(decode_weights(packed).astype(np.float32) * packed["scale"])
+    values = np.frombuffer(base64.b64decode(packed["data"]), dtype="<f4")
     return torch.from_numpy(values.copy()).reshape(packed["shape"])

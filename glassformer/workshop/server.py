@@ -6,6 +6,7 @@
     POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?}
                            -> the walk payload (`payload.walk`)
     POST /api/stage        {model, text, name} -> one stage's whole tensor (`payload.stage`)
+    GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
 
 Models are the ones the command line named, loaded once at start; the browser picks one
 by name and can never make the server read a path. Every request is validated and a bad
@@ -24,13 +25,14 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.views import view_html
 
 STATIC = Path(__file__).parent / "static"
 MAX_TEXT_CHARS = 20_000  # a request body limit; the token limit is the model's max_seq_len
@@ -82,21 +84,29 @@ def create_app(models: dict[str, Any]) -> Starlette:
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
         return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name))
 
+    async def view(request: Request) -> HTMLResponse:
+        query = dict(request.query_params)
+        lm, _ = _model(models, query)
+        numbers = {key: _index(query, key) for key in ("layer", "head")}
+        work = run_model(view_html, lm, request.path_params["view"], _text(query, lm), *numbers.values())
+        return await _answer(work, HTMLResponse)
+
     routes = [
         Route("/", index),
         Route("/api/models", list_models),
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
+        Route("/views/{view}", view),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={RequestError: _request_error})
 
 
-async def _answer(work) -> JSONResponse:
-    """The JSON of what ``work`` returns; the library's ValueError/TypeError on an input
-    the checks above let through becomes a 400 with its message."""
+async def _answer(work, response=JSONResponse):
+    """``response`` (JSON, or HTML) of what ``work`` returns; the library's ValueError /
+    TypeError on an input the checks above let through becomes a 400 with its message."""
     try:
-        return JSONResponse(await work)
+        return response(await work)
     except (ValueError, TypeError, KeyError) as error:
         raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from error
 
@@ -155,6 +165,15 @@ def _settings(body: dict[str, Any]):
         return generation_settings(max_new_tokens=1, **options)
     except ValueError as error:
         raise RequestError(str(error)) from None
+
+
+def _index(query: dict[str, str], key: str) -> int:
+    """A layer or head number from the query string (default 0)."""
+    value = query.get(key, "0")
+    try:
+        return int(value)
+    except ValueError:
+        raise RequestError(f"{key} must be an integer, got {value!r}") from None
 
 
 def _describe(name: str, lm) -> dict[str, Any]:

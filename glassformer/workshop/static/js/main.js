@@ -11,6 +11,7 @@ import { readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderPrediction } from "./prediction.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
+import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
 const $ = (id) => document.getElementById(id);
@@ -20,6 +21,7 @@ const panels = {
   lines: $("lines"),
   walk: $("walk"),
   prediction: $("prediction"),
+  views: $("views"),
 };
 const message = $("message");
 const status = $("status");
@@ -113,6 +115,7 @@ function drawAll() {
   drawLines();
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level);
+  renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
 }
 
 // running ------------------------------------------------------------------------------
