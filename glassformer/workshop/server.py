@@ -25,7 +25,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -97,6 +97,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
         Route("/views/{view}", view),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={RequestError: _request_error})
