@@ -7,8 +7,11 @@ For prompts of 16 and 512 tokens, in one run, interleaved (ABAB...), medians:
   the forward pass with a summarizing hook on every stage, the prediction pipeline over the
   whole vocabulary, JSON), and the size of its answer.
 
-Goal (issue 11): the walk on screen <= 1.5 s for 16 tokens and <= 5 s for 512; this
-measures the server's share of it.
+Then streaming: ``POST /api/generate`` of 64 greedy tokens read to the end, against
+``lm.generate`` of the same 64 tokens (the baseline), interleaved.
+
+Goals (issue 11): the walk on screen <= 1.5 s for 16 tokens and <= 5 s for 512 (this
+measures the server's share of it); streaming within 10% of ``lm.generate``'s tokens/s.
 
     python -m benchmarks.workshop_speed [--repeats 5]
 """
@@ -55,6 +58,25 @@ def main() -> None:
             f"{n_tokens:4d} tokens: plain forward {times['plain']:.2f} s, walk {times['walk']:.2f} s "
             f"({times['walk'] / times['plain']:.2f}x), answer {size / 1e6:.2f} MB"
         )
+    stream_speed(lm, client, args.repeats)
+
+
+def stream_speed(lm, client, repeats: int, n: int = 64) -> None:
+    prompt = "Once upon a time, in a small village by the sea,"
+    body = {"model": "smol", "text": prompt, "max_new_tokens": n, "temperature": 0}
+    ids = lm.tokenizer.encode(prompt)
+    settings = dict(max_new_tokens=n, temperature=0)  # both stop at the same place: same greedy tokens
+    times = interleaved_medians(
+        {
+            "generate": lambda: lm.generate(ids, **settings),
+            "stream": lambda: client.post("/api/generate", json=body).text,
+        },
+        repeats=repeats,
+    )
+    print(
+        f"{n} greedy tokens: lm.generate {n / times['generate']:.1f} tok/s, workshop stream "
+        f"{n / times['stream']:.1f} tok/s ({times['generate'] / times['stream']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

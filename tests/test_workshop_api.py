@@ -1,5 +1,7 @@
 """The workshop's API: every number the page shows is the library's, and bad requests get 4xx."""
 
+import json
+
 import pytest
 import torch
 from starlette.testclient import TestClient
@@ -160,3 +162,44 @@ def test_views_of_an_encoder_decoder_and_bad_view_requests(client):
     assert answer.status_code == 400 and "no view 'movie'" in answer.json()["error"]
     answer = client.get("/views/head", params={"model": "llama", "text": TEXT, "head": "x"})
     assert answer.status_code == 400 and "head must be an integer" in answer.json()["error"]
+
+
+def events(answer) -> list[tuple[str, dict]]:
+    """The (event, data) pairs of a server-sent event stream."""
+    out = []
+    for block in answer.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+def test_generation_streams_the_tokens_lm_generate_makes(client, models):
+    lm = models["llama"]
+    settings = dict(temperature=0.9, top_k=8, seed=5)
+    body = {"model": "llama", "text": TEXT, "max_new_tokens": 12, **settings}
+    with client.stream("POST", "/api/generate", json=body) as answer:
+        answer.read()
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    stream = events(answer)
+    tokens = [data["id"] for name, data in stream if name == "token"]
+    assert tokens == lm.generate(lm.tokenizer.encode(TEXT), max_new_tokens=12, **settings)
+    name, done = stream[-1]
+    assert name == "done" and done["tokens"] == 12 and done["text"] == lm.tokenizer.decode(tokens)
+    assert "".join(data["text"] for name, data in stream if name == "token") == done["text"]
+    t5 = events(client.post("/api/generate", json={"model": "t5", "text": TEXT, "max_new_tokens": 3}))
+    assert [name for name, _ in t5] == ["token", "token", "token", "done"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"model": "bert"}, "an encoder does not generate"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be an integer from 1 to 512"),
+        ({"max_new_tokens": "many"}, "max_new_tokens must be an integer"),
+        ({"text": "a" * 65}, "more than max_seq_len=64"),
+        ({"temperature": -2}, "temperature=-2.0 must be >= 0"),
+    ],
+)
+def test_bad_generation_requests(client, body, message):
+    answer = client.post("/api/generate", json={"model": "llama", "text": TEXT, **body})
+    assert answer.status_code == 400 and message in answer.json()["error"]

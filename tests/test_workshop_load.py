@@ -91,3 +91,31 @@ def test_malformed_bodies_are_400_not_500(body):
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(req, timeout=TIMEOUT_S)
     assert error.value.code == 400 and "JSON" in json.loads(error.value.read())["error"]
+
+
+def test_a_client_that_leaves_mid_stream_stops_its_generation():
+    import http.client
+    import time
+
+    lm = char_lm()
+    forwards = []
+
+    def slow(x, name):  # 30 ms per forward pass: 512 tokens would take ~15 s
+        forwards.append(time.monotonic())
+        time.sleep(0.03)
+
+    with serving(create_app({"tiny": lm})) as url, lm.net.hooks({"logits": slow}):
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=TIMEOUT_S)
+        body = json.dumps({"model": "tiny", "text": TEXT, "max_new_tokens": 512, "temperature": 0})
+        connection.request("POST", "/api/generate", body, {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        assert answer.status == 200 and answer.readline().startswith(b"event: token")
+        connection.close()  # the page went away
+        time.sleep(1.0)
+        made = len(forwards)
+        time.sleep(1.0)
+        assert len(forwards) == made < 100  # it stopped, long before 512 tokens
+        started = time.monotonic()
+        status, _ = request(url, "/api/walk", {"model": "tiny", "text": TEXT})
+        assert status == 200 and time.monotonic() - started < 5  # the model is free again

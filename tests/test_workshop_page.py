@@ -408,3 +408,17 @@ def test_the_view_links_open_the_notebook_views_of_the_current_text(workshop, br
     view.wait_for_selector("[data-ready]", state="attached")
     assert errors == []
     view.close()
+
+
+def test_generate_streams_the_reply_lm_generate_makes(workshop, models):
+    page = workshop.page
+    workshop.open(model="tiny", text=TEXT, level="beginner", temperature=0.8, seed=4)
+    page.fill("#generate .gen-count", "10")
+    page.click("#generate .gen-start")
+    page.wait_for_selector('#generate[data-state="done"]', state="attached")
+    lm = models["tiny"]
+    expected = lm.generate(lm.tokenizer.encode(TEXT), max_new_tokens=10, temperature=0.8, seed=4)
+    titles = [t.get_attribute("title") for t in page.locator("#generate .gen-token").all()]
+    assert [int(title.split()[1].rstrip(",")) for title in titles] == expected
+    assert "10 tokens in" in page.locator("#generate .gen-info").inner_text()
+    workshop.shot("generate", full_page=False)

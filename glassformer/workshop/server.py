@@ -6,6 +6,8 @@
     POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?}
                            -> the walk payload (`payload.walk`)
     POST /api/stage        {model, text, name} -> one stage's whole tensor (`payload.stage`)
+    POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
+                           events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
 
 Models are the ones the command line named, loaded once at start; the browser picks one
@@ -25,17 +27,19 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.streaming import token_events
 from glassformer.workshop.views import view_html
 
 STATIC = Path(__file__).parent / "static"
 MAX_TEXT_CHARS = 20_000  # a request body limit; the token limit is the model's max_seq_len
+MAX_NEW_TOKENS = 512  # most tokens one /api/generate makes
 SAMPLING_FIELDS = {
     "temperature": float,
     "top_k": int,
@@ -84,6 +88,30 @@ def create_app(models: dict[str, Any]) -> Starlette:
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
         return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name))
 
+    async def generate(request: Request) -> StreamingResponse:
+        body = await _body(request)
+        lm, _ = _model(models, body)
+        if lm.config.family == "encoder":
+            raise RequestError("an encoder does not generate text; choose a decoder or an encoder-decoder")
+        text, n = _text(body, lm), body.get("max_new_tokens", 64)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NEW_TOKENS:
+            raise RequestError(f"max_new_tokens must be an integer from 1 to {MAX_NEW_TOKENS}, got {n!r}")
+        settings = _settings(body, max_new_tokens=n)
+        try:
+            lm.inputs.single(text)  # a prompt the model can read, checked before the stream starts
+        except (ValueError, TypeError) as error:
+            raise RequestError(str(error)) from error
+
+        async def events():
+            async with lock:  # one forward pass at a time, for the whole generation
+                tokens = token_events(lm, text, settings)
+                while (event := await run_in_threadpool(next, tokens, None)) is not None:
+                    yield event  # a client gone: the response stops asking, so no next token
+
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+        )
+
     async def view(request: Request) -> HTMLResponse:
         query = dict(request.query_params)
         lm, _ = _model(models, query)
@@ -96,6 +124,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         Route("/api/models", list_models),
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
+        Route("/api/generate", generate, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -146,7 +175,7 @@ def _text(body: dict[str, Any], lm) -> str:
     return text
 
 
-def _settings(body: dict[str, Any]):
+def _settings(body: dict[str, Any], max_new_tokens: int = 1):
     """GenerationSettings from the request's sampling fields (absent or null: not set)."""
     options: dict[str, Any] = {}
     for field, kind in SAMPLING_FIELDS.items():
@@ -163,7 +192,7 @@ def _settings(body: dict[str, Any]):
             )
         options[field] = kind(value)
     try:
-        return generation_settings(max_new_tokens=1, **options)
+        return generation_settings(max_new_tokens=max_new_tokens, **options)
     except ValueError as error:
         raise RequestError(str(error)) from None
 

@@ -11,6 +11,7 @@ import { readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderPrediction } from "./prediction.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
+import { renderGenerate } from "./generate.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -22,6 +23,7 @@ const panels = {
   walk: $("walk"),
   prediction: $("prediction"),
   views: $("views"),
+  generate: $("generate"),
 };
 const message = $("message");
 const status = $("status");
@@ -116,6 +118,19 @@ function drawAll() {
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
+  drawGenerate();
+}
+
+/** The generate panel, made anew only for a new model or text (a reply survives a level switch). */
+function drawGenerate() {
+  const key = `${walk.model}\n${walk.text}`;
+  if (panels.generate.dataset.for === key) return;
+  panels.generate.dataset.for = key;
+  if (walk.payload.prediction === null) {
+    panels.generate.replaceChildren(document.createTextNode("An encoder reads text but does not generate it."));
+    return;
+  }
+  renderGenerate(panels.generate, () => walkRequest(settings), showMessage);
 }
 
 // running ------------------------------------------------------------------------------
