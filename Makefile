@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.load_memory
 	$(PY) -m benchmarks.trace_overhead
 	$(PY) -m benchmarks.view_payload
+	$(PY) -m benchmarks.workshop_speed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

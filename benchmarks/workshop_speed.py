@@ -10,6 +10,9 @@ For prompts of 16 and 512 tokens, in one run, interleaved (ABAB...), medians:
 Then streaming: ``POST /api/generate`` of 64 greedy tokens read to the end, against
 ``lm.generate`` of the same 64 tokens (the baseline), interleaved.
 
+Last, in Chromium: the time from opening a shared link to the walk drawn (the page's
+``data-walks`` attribute), for the same two prompts, median of the repeats.
+
 Goals (issue 11): the walk on screen <= 1.5 s for 16 tokens and <= 5 s for 512 (this
 measures the server's share of it); streaming within 10% of ``lm.generate``'s tokens/s.
 
@@ -41,10 +44,12 @@ def main() -> None:
     lm = gf.load("smollm2-135m-instruct")
     client = TestClient(create_app({"smol": lm}))
     print("SmolLM2-135M-Instruct, fp32; medians of", args.repeats)
+    texts = {}
     for n_tokens in (16, 512):
         ids = (lm.tokenizer.encode(TEXT) * 64)[:n_tokens]
         text = lm.tokenizer.decode(ids)
         n_tokens = len(lm.tokenizer.encode(text))
+        texts[n_tokens] = text
         body = {"model": "smol", "text": text}
         size = len(client.post("/api/walk", json=body).content)
         times = interleaved_medians(
@@ -59,6 +64,7 @@ def main() -> None:
             f"({times['walk'] / times['plain']:.2f}x), answer {size / 1e6:.2f} MB"
         )
     stream_speed(lm, client, args.repeats)
+    on_screen(lm, texts, args.repeats)
 
 
 def stream_speed(lm, client, repeats: int, n: int = 64) -> None:
@@ -77,6 +83,31 @@ def stream_speed(lm, client, repeats: int, n: int = 64) -> None:
         f"{n} greedy tokens: lm.generate {n / times['generate']:.1f} tok/s, workshop stream "
         f"{n / times['stream']:.1f} tok/s ({times['generate'] / times['stream']:.2f}x)"
     )
+
+
+def on_screen(lm, texts: dict[int, str], repeats: int) -> None:
+    import statistics
+    import time
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import sync_playwright
+
+    from glassformer.workshop.server import create_app
+    from tests.workshop_server import serving
+
+    with serving(create_app({"smol": lm})) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        for n_tokens, text in texts.items():
+            times = []
+            for _ in range(repeats + 1):  # the first load warms the caches
+                start = time.perf_counter()
+                page.goto(f"{url}?{urlencode({'model': 'smol', 'text': text, 'level': 'intermediate'})}")
+                page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+                times.append(time.perf_counter() - start)
+            median = statistics.median(times[1:])
+            print(f"{n_tokens:4d} tokens: link opened -> walk drawn in Chromium {median:.2f} s")
+        browser.close()
 
 
 if __name__ == "__main__":
