@@ -203,3 +203,39 @@ def test_generation_streams_the_tokens_lm_generate_makes(client, models):
 def test_bad_generation_requests(client, body, message):
     answer = client.post("/api/generate", json={"model": "llama", "text": TEXT, **body})
     assert answer.status_code == 400 and message in answer.json()["error"]
+
+
+def test_ablating_heads_changes_what_follows_as_the_library_does(client, models):
+    from glassformer.inspect.interventions import head_ablation_hook
+
+    lm = models["llama"]
+    ablate = [{"layer": 1, "head": 2, "mode": "zero"}, {"layer": 0, "head": 0, "mode": "mean"}]
+    payload = walk(client, ablate=ablate, temperature=0)
+    z = next(s for s in payload["stages"] if s["id"] == "blocks.1.attn.z")
+    assert torch.all(unpack(z["value"]["norms"])[2] == 0)  # h t: head 2 writes nothing
+    hooks = {
+        "blocks.1.attn.z": head_ablation_hook([2], "zero"),
+        "blocks.0.attn.z": head_ablation_hook([0], "mean"),
+    }
+    with lm.net.hooks(hooks):
+        expected = lm.logits(TEXT)[0, -1]
+    assert payload["prediction"]["token"]["id"] == int(expected.argmax())
+    shown = payload["prediction"]["steps"][0]["top"][0]
+    assert shown["p"] == pytest.approx(float(torch.softmax(expected, -1).max()), abs=1e-6)
+    assert payload["ablated"] == ablate
+    assert walk(client)["ablated"] == []
+
+
+@pytest.mark.parametrize(
+    ("ablate", "message"),
+    [
+        ([{"layer": 2, "head": 0}], "layer 2 is out of range (0..1)"),
+        ([{"layer": 0, "head": 4}], "head 4 is out of range (0..3)"),
+        ([{"layer": 0, "head": 0, "mode": "erase"}], "mode 'erase'"),
+        ("all", "ablate must be a list"),
+        ([{"layer": 0, "head": 0}] * 65, "at most 64"),
+    ],
+)
+def test_bad_ablations(client, ablate, message):
+    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "ablate": ablate})
+    assert answer.status_code == 400 and message in answer.json()["error"]

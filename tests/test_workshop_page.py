@@ -422,3 +422,28 @@ def test_generate_streams_the_reply_lm_generate_makes(workshop, models):
     assert [int(title.split()[1].rstrip(",")) for title in titles] == expected
     assert "10 tokens in" in page.locator("#generate .gen-info").inner_text()
     workshop.shot("generate", full_page=False)
+
+
+def test_ablating_a_head_updates_the_prediction_as_the_library_does(workshop, models):
+    from glassformer.inspect.interventions import head_ablation_hook
+
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="advanced", temperature=0, ablate="1.2.zero")
+    assert workshop.texts("#interventions .abl-item") == ["layer 1, head 2 (zero) restore"]
+    with lm.net.hooks({"blocks.1.attn.z": head_ablation_hook([2], "zero")}):
+        steps, token = expected_steps(lm, TEXT, temperature=0)
+    assert int(page.locator(".pred-token").get_attribute("data-id")) == token
+    top = page.locator('.pred-step[data-step="logits"] .bar-row').first
+    expected = torch.softmax(steps[0].scores, -1).max().item()
+    assert abs(float(top.locator(".bar-p").inner_text().rstrip("%")) - 100 * expected) < 0.01
+    page.fill("#interventions .abl-layer", "0")
+    page.fill("#interventions .abl-head", "1")
+    page.click("#interventions .abl-add")
+    workshop.wait_walks(2)
+    assert workshop.query()["ablate"] == "1.2.zero,0.1.zero"
+    page.locator("#interventions .abl-remove").first.click()
+    page.locator("#interventions .abl-remove").first.click()
+    workshop.wait_walks(4)
+    assert "ablate" not in workshop.query()
+    assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=0)
+    workshop.shot("interventions", full_page=False)

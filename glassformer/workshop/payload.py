@@ -21,11 +21,13 @@ payload with ``lm.trace`` on the same input.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from glassformer.inputs import ModelInputs
+from glassformer.inputs import ModelInputs, input_prefix
+from glassformer.inspect.interventions import MODES, head_ablation_hook
 from glassformer.models import EncoderModel
 from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
@@ -39,8 +41,13 @@ SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns 
 # the walk; a longer input's come with /api/stage when the page expands a stage
 
 
-def walk(lm, text: Any, settings: GenerationSettings, name: str = "") -> dict[str, Any]:
-    """The walk payload for ``text`` (see the module docstring)."""
+def walk(
+    lm, text: Any, settings: GenerationSettings, name: str = "", ablate: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """The walk payload for ``text`` (see the module docstring), with the heads in ``ablate``
+    ([{"layer", "head", "mode": "zero" | "mean"}], the input stack's layers) ablated by
+    `glassformer.inspect.interventions.head_ablation_hook`: every stage after them, the
+    logits and the drawn token show the model without those heads."""
     start = time.perf_counter()
     inputs = lm.inputs
     ids = inputs.single(text)
@@ -52,7 +59,13 @@ def walk(lm, text: Any, settings: GenerationSettings, name: str = "") -> dict[st
         values[trace_name] = _summary(x[0], trace_name)
 
     names = [s["trace"] for s in plan if s["trace"]]
-    with torch.no_grad(), evaluating(lm.net), lm.net.hooks(dict.fromkeys(names, keep)):
+    ablations = ablation_hooks(lm, ablate)  # attached first: the captured values are the ablated ones
+    with (
+        torch.no_grad(),
+        evaluating(lm.net),
+        lm.net.hooks(ablations),
+        lm.net.hooks(dict.fromkeys(names, keep)),
+    ):
         output = inputs.forward(ids, decoder_ids)  # 1 t v (logits), or 1 t d (sentence encoder)
     return {
         "version": VERSION,
@@ -62,18 +75,49 @@ def walk(lm, text: Any, settings: GenerationSettings, name: str = "") -> dict[st
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
         "prediction": _prediction(lm, ids, decoder_ids, output, settings),
+        "ablated": [dict(a) for a in ablate],
         "seconds": time.perf_counter() - start,
     }
 
 
-def stage(lm, text: Any, trace_name: str) -> dict[str, Any]:
-    """One stage's whole tensor (batch dimension dropped): attention weights as bytes, the
-    rest as float32."""
+def ablation_hooks(lm, ablate: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """{``blocks.{layer}.attn.z``: hook} for the heads to ablate, checked against the model."""
+    by_layer: dict[tuple[int, str], list[int]] = {}
+    n_layers, n_heads = lm.config.stack_depths[0], lm.config.n_heads
+    for item in ablate:
+        layer, head, mode = item.get("layer"), item.get("head"), item.get("mode", "zero")
+        for key, value, limit in (("layer", layer, n_layers), ("head", head, n_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
+                raise ValueError(f"ablate: {key} {value!r} is out of range (0..{limit - 1})")
+        if mode not in MODES:
+            raise ValueError(f"ablate: mode {mode!r}; allowed values: {', '.join(MODES)}")
+        by_layer.setdefault((layer, mode), []).append(head)
+    prefix = input_prefix(lm.net)
+    hooks: dict[str, Any] = {}
+    for (layer, mode), heads in by_layer.items():
+        name = f"{prefix}blocks.{layer}.attn.z"
+        hook = head_ablation_hook(heads, mode)
+        previous = hooks.get(name)
+        hooks[name] = hook if previous is None else _chain(previous, hook)
+    return hooks
+
+
+def _chain(first, second):
+    def both(x, name):
+        return second(first(x, name), name)
+
+    return both
+
+
+def stage(lm, text: Any, trace_name: str, ablate: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """One stage's whole tensor (batch dimension dropped, the heads in ``ablate`` ablated as
+    in `walk`): attention weights as bytes, the rest as float32."""
     if trace_name not in lm.net.hook_points:
         raise ValueError(
             f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
         )
-    trace = lm.trace(lm.inputs.single(text), [trace_name])
+    with lm.net.hooks(ablation_hooks(lm, ablate)):  # attached before the trace's own hooks
+        trace = lm.trace(lm.inputs.single(text), [trace_name])
     tensor = trace[trace_name][0]
     return {
         "name": trace_name,

@@ -3,9 +3,9 @@
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
     GET  /api/models       the models this server holds: name, architecture, stages, limits
-    POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?}
-                           -> the walk payload (`payload.walk`)
-    POST /api/stage        {model, text, name} -> one stage's whole tensor (`payload.stage`)
+    POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?,
+                           ablate?: [{layer, head, mode}]} -> the walk payload (`payload.walk`)
+    POST /api/stage        {model, text, name, ablate?} -> one stage's whole tensor (`payload.stage`)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -42,6 +42,7 @@ from glassformer.workshop.views import view_html
 STATIC = Path(__file__).parent / "static"
 MAX_TEXT_CHARS = 20_000  # a request body limit; the token limit is the model's max_seq_len
 MAX_NEW_TOKENS = 512  # most tokens one /api/generate makes
+MAX_ABLATIONS = 64  # most heads one walk ablates
 SAMPLING_FIELDS = {
     "temperature": float,
     "top_k": int,
@@ -84,7 +85,16 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, name = _model(models, body)
         text = _text(body, lm)
         settings = _settings(body)
-        return await _answer(run_model(payload.walk, lm, text, settings, name))
+        ablate = body.get("ablate") or []
+        if (
+            not isinstance(ablate, list)
+            or len(ablate) > MAX_ABLATIONS
+            or not all(isinstance(a, dict) for a in ablate)
+        ):
+            raise RequestError(
+                f"ablate must be a list of at most {MAX_ABLATIONS} {{layer, head, mode}} objects"
+            )
+        return await _answer(run_model(payload.walk, lm, text, settings, name, ablate))
 
     async def stage(request: Request) -> JSONResponse:
         body = await _body(request)
@@ -92,7 +102,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         trace_name = body.get("name")
         if not isinstance(trace_name, str):
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
-        return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name))
+        return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name, _ablate(body)))
 
     async def generate(request: Request) -> StreamingResponse:
         body = await _body(request)
@@ -179,6 +189,18 @@ def _text(body: dict[str, Any], lm) -> str:
     if lm.tokenizer is None:
         raise RequestError("this model has no tokenizer, so it cannot read text")
     return text
+
+
+def _ablate(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The heads to ablate: a list of {layer, head, mode} (checked against the model later)."""
+    ablate = body.get("ablate") or []
+    if (
+        not isinstance(ablate, list)
+        or len(ablate) > MAX_ABLATIONS
+        or not all(isinstance(a, dict) for a in ablate)
+    ):
+        raise RequestError(f"ablate must be a list of at most {MAX_ABLATIONS} {{layer, head, mode}} objects")
+    return ablate
 
 
 def _settings(body: dict[str, Any], max_new_tokens: int = 1):

@@ -47,6 +47,6 @@ export function fetchWalk(request) {
 }
 
 /** One stage's whole tensor: {name, value: packed array}. */
-export function fetchStage(model, text, name) {
-  return call(STAGE_URL, { model, text, name });
+export function fetchStage(model, text, name, ablate = []) {
+  return call(STAGE_URL, ablate.length ? { model, text, name, ablate } : { model, text, name });
 }

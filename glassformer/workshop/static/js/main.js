@@ -7,7 +7,8 @@ import { renderArchitecture } from "./architecture.js";
 import { renderLines } from "./attention_lines.js";
 import { bindControls } from "./controls.js";
 import { stageDetail } from "./stage_detail.js";
-import { readSettings, walkRequest, writeSettings } from "./state.js";
+import { ablationsText, readSettings, walkRequest, writeSettings } from "./state.js";
+import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
@@ -24,6 +25,7 @@ const panels = {
   prediction: $("prediction"),
   views: $("views"),
   generate: $("generate"),
+  interventions: $("interventions"),
 };
 const message = $("message");
 const status = $("status");
@@ -48,9 +50,9 @@ function setState(state, text) {
 }
 
 function loadStage(name) {
-  const key = `${walk.model}\n${walk.text}\n${name}`;
+  const key = `${walk.model}\n${walk.text}\n${ablationsText(walk.ablate)}\n${name}`;
   if (!stageTensors.has(key)) {
-    const request = fetchStage(walk.model, walk.text, name);
+    const request = fetchStage(walk.model, walk.text, name, walk.ablate);
     request.catch((error) => {
       stageTensors.delete(key);
       showMessage(error.message);
@@ -118,6 +120,10 @@ function drawAll() {
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
+  renderInterventions(panels.interventions, walk.payload, settings.ablate, (ablate) => {
+    settings.ablate = ablate;
+    run();
+  });
   drawGenerate();
 }
 
@@ -153,8 +159,10 @@ async function run() {
   }
   if (ticket !== latestRequest) return;
   showMessage("");
-  const sameInput = walk && walk.model === request.model && walk.text === request.text;
-  walk = { payload, model: request.model, text: request.text };
+  const ablate = request.ablate ?? [];
+  const sameInput = walk && walk.model === request.model && walk.text === request.text
+    && ablationsText(walk.ablate) === ablationsText(ablate);
+  walk = { payload, model: request.model, text: request.text, ablate };
   if (sameInput) {
     renderPrediction(panels.prediction, payload, settings.level);
   } else {

@@ -17,7 +17,23 @@ export const DEFAULTS = Object.freeze({
   stage: "", // the expanded step, by id
   layer: null, // the layer of "which words look at which"
   linesPart: "", // which attention those lines show (T5: encoder, decoder, cross); not in the URL
+  ablate: [], // heads switched off: [{layer, head, mode: "zero" | "mean"}]; in the URL as 1.2.zero,...
 });
+
+const ABLATION_MODES = ["zero", "mean"];
+
+/** "1.2.zero,0.3.mean" -> [{layer: 1, head: 2, mode: "zero"}, ...]; unreadable items are dropped. */
+export function parseAblations(text) {
+  if (!text) return [];
+  return text.split(",").map((item) => {
+    const [layer, head, mode = "zero"] = item.split(".");
+    return { layer: parseNumber(layer, true), head: parseNumber(head, true), mode };
+  }).filter((a) => Number.isInteger(a.layer) && Number.isInteger(a.head) && ABLATION_MODES.includes(a.mode));
+}
+
+export function ablationsText(ablate) {
+  return ablate.map((a) => `${a.layer}.${a.head}.${a.mode}`).join(",");
+}
 
 export const SAMPLING_KEYS = ["temperature", "top_k", "top_p", "repetition_penalty", "seed"];
 const NUMBER_KEYS = [...SAMPLING_KEYS, "layer"];
@@ -39,6 +55,7 @@ export function readSettings(search) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
+  settings.ablate = parseAblations(params.get("ablate"));
   for (const key of NUMBER_KEYS) {
     if (!params.has(key)) continue;
     const value = parseNumber(params.get(key), INTEGER_KEYS.has(key));
@@ -55,6 +72,7 @@ export function queryString(settings) {
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));
   }
+  if (settings.ablate?.length) params.set("ablate", ablationsText(settings.ablate));
   return `?${params}`;
 }
 
@@ -68,5 +86,6 @@ export function writeSettings(settings) {
 export function walkRequest(settings) {
   const request = { model: settings.model, text: settings.text };
   for (const key of SAMPLING_KEYS) request[key] = settings[key];
+  if (settings.ablate?.length) request.ablate = settings.ablate;
   return request;
 }
