@@ -38,3 +38,18 @@ def _own_data_dir(tmp_path_factory, monkeypatch):
     """Corpora and token caches go to a fresh folder, never to ~/.cache: a test neither
     reads what an earlier run left nor leaves anything behind."""
     monkeypatch.setenv("GLASSFORMER_DATA", str(tmp_path_factory.mktemp("glassformer-data")))
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package: never a browser downloaded by Playwright
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by Playwright, one per test module (skipped without it)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()

@@ -25,8 +25,6 @@ from glassformer.viz import HeadView, ModelView, NeuronView, TokenView
 from glassformer.viz.html import decode_weights
 from tests.screenshots import keep_screenshot
 
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
 TEXT = "the cat sat on the mat. the dog sat on the log."
 SOURCE = "a cat saw the dog."
 TARGET = "the dog saw a cat."
@@ -64,16 +62,6 @@ def seq2seq(tokenizer):  # T5-style: a relative position bias is added to the sc
 
 
 # the browser -------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
 class Opened:
     """A view's file open in a page, with every request and error the page made."""
 

@@ -28,8 +28,6 @@ from tests.conftest import tiny_model
 from tests.screenshots import keep_screenshot
 from tests.workshop_server import serving
 
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
 CHARS = "abcdefghijklmnopqrstuvwxyz .,"
 TEXT = "the cat sat on the mat"
 MAX_SEQ_LEN = 80
@@ -79,16 +77,6 @@ def models() -> dict[str, gf.LanguageModel]:
 def server(models):
     with serving(create_app(models)) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 class Workshop:
