@@ -239,3 +239,22 @@ def test_ablating_heads_changes_what_follows_as_the_library_does(client, models)
 def test_bad_ablations(client, ablate, message):
     answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "ablate": ablate})
     assert answer.status_code == 400 and message in answer.json()["error"]
+
+
+def test_an_encoder_decoder_reads_a_decoder_text(client, models):
+    lm = models["t5"]
+    payload = walk(client, model="t5", decoder_text="the")
+    assert [t["id"] for t in payload["decoder_tokens"]] == [0, *lm.tokenizer.encode("the")]
+    trace = lm.trace(TEXT, ["decoder.blocks.0.cross_attn.pattern"], decoder_input="the")
+    cross = next(s for s in payload["stages"] if s["id"] == "decoder.blocks.0.cross_attn.pattern")
+    assert torch.allclose(
+        unpack(cross["value"]["mean_pattern"]),
+        trace["decoder.blocks.0.cross_attn.pattern"][0].mean(0),
+        atol=1 / 510,
+    )
+    body = {"model": "t5", "text": TEXT, "name": "decoder.blocks.1.attn.pattern", "decoder_text": "the"}
+    assert client.post("/api/stage", json=body).json()["value"]["shape"] == [4, 4, 4]
+    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "decoder_text": "x"})
+    assert answer.status_code == 400 and "only for encoder-decoder models" in answer.json()["error"]
+    answer = client.post("/api/walk", json={"model": "t5", "text": TEXT, "decoder_text": 5})
+    assert answer.status_code == 400 and "decoder_text must be a string" in answer.json()["error"]

@@ -435,3 +435,19 @@ def test_ablating_a_head_updates_the_prediction_as_the_library_does(workshop, mo
     assert "ablate" not in workshop.query()
     assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=0)
     workshop.shot("interventions", full_page=False)
+
+
+def test_an_encoder_decoder_takes_a_decoder_text(workshop, models):
+    page = workshop.page
+    workshop.open(model="seq2seq", text=TEXT, level="advanced")
+    assert page.locator("#decoder-row").is_visible()
+    page.fill("#decoder_text", "the")
+    page.press("#decoder_text", "Enter")
+    workshop.wait_walks(2)
+    assert workshop.query()["decoder_text"] == "the"
+    lm = models["seq2seq"]
+    assert len(workshop.texts("#tokens .chip")) == len(TEXT) + 1 + len("the")  # source, start, "the"
+    page.select_option("#model", "tiny")
+    workshop.wait_walks(3)
+    assert not page.locator("#decoder-row").is_visible() and "decoder_text" not in workshop.query()
+    assert lm.config.family == "encoder_decoder"

@@ -42,16 +42,22 @@ SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns 
 
 
 def walk(
-    lm, text: Any, settings: GenerationSettings, name: str = "", ablate: Sequence[dict[str, Any]] = ()
+    lm,
+    text: Any,
+    settings: GenerationSettings,
+    name: str = "",
+    ablate: Sequence[dict[str, Any]] = (),
+    decoder_text: str | None = None,
 ) -> dict[str, Any]:
     """The walk payload for ``text`` (see the module docstring), with the heads in ``ablate``
     ([{"layer", "head", "mode": "zero" | "mean"}], the input stack's layers) ablated by
     `glassformer.inspect.interventions.head_ablation_hook`: every stage after them, the
-    logits and the drawn token show the model without those heads."""
+    logits and the drawn token show the model without those heads. An encoder-decoder's
+    decoder reads its start token, then ``decoder_text`` (teacher forcing)."""
     start = time.perf_counter()
     inputs = lm.inputs
     ids = inputs.single(text)
-    decoder_ids = inputs.decoder_ids(None)
+    decoder_ids = inputs.decoder_ids(decoder_text or None)
     plan = stages(lm.config)
     values: dict[str, dict[str, Any]] = {}
 
@@ -109,7 +115,9 @@ def _chain(first, second):
     return both
 
 
-def stage(lm, text: Any, trace_name: str, ablate: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def stage(
+    lm, text: Any, trace_name: str, ablate: Sequence[dict[str, Any]] = (), decoder_text: str | None = None
+) -> dict[str, Any]:
     """One stage's whole tensor (batch dimension dropped, the heads in ``ablate`` ablated as
     in `walk`): attention weights as bytes, the rest as float32."""
     if trace_name not in lm.net.hook_points:
@@ -117,7 +125,7 @@ def stage(lm, text: Any, trace_name: str, ablate: Sequence[dict[str, Any]] = ())
             f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
         )
     with lm.net.hooks(ablation_hooks(lm, ablate)):  # attached before the trace's own hooks
-        trace = lm.trace(lm.inputs.single(text), [trace_name])
+        trace = lm.trace(lm.inputs.single(text), [trace_name], decoder_input=decoder_text or None)
     tensor = trace[trace_name][0]
     return {
         "name": trace_name,

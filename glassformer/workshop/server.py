@@ -3,9 +3,11 @@
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
     GET  /api/models       the models this server holds: name, architecture, stages, limits
-    POST /api/walk         {model, text, temperature?, top_k?, top_p?, repetition_penalty?, seed?,
-                           ablate?: [{layer, head, mode}]} -> the walk payload (`payload.walk`)
-    POST /api/stage        {model, text, name, ablate?} -> one stage's whole tensor (`payload.stage`)
+    POST /api/walk         {model, text, decoder_text?, temperature?, top_k?, top_p?,
+                           repetition_penalty?, seed?, ablate?: [{layer, head, mode}]}
+                           -> the walk payload (`payload.walk`)
+    POST /api/stage        {model, text, name, decoder_text?, ablate?} -> one stage's whole
+                           tensor (`payload.stage`)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -85,16 +87,8 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, name = _model(models, body)
         text = _text(body, lm)
         settings = _settings(body)
-        ablate = body.get("ablate") or []
-        if (
-            not isinstance(ablate, list)
-            or len(ablate) > MAX_ABLATIONS
-            or not all(isinstance(a, dict) for a in ablate)
-        ):
-            raise RequestError(
-                f"ablate must be a list of at most {MAX_ABLATIONS} {{layer, head, mode}} objects"
-            )
-        return await _answer(run_model(payload.walk, lm, text, settings, name, ablate))
+        work = run_model(payload.walk, lm, text, settings, name, _ablate(body), _decoder_text(body))
+        return await _answer(work)
 
     async def stage(request: Request) -> JSONResponse:
         body = await _body(request)
@@ -102,7 +96,8 @@ def create_app(models: dict[str, Any]) -> Starlette:
         trace_name = body.get("name")
         if not isinstance(trace_name, str):
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
-        return await _answer(run_model(payload.stage, lm, _text(body, lm), trace_name, _ablate(body)))
+        work = run_model(payload.stage, lm, _text(body, lm), trace_name, _ablate(body), _decoder_text(body))
+        return await _answer(work)
 
     async def generate(request: Request) -> StreamingResponse:
         body = await _body(request)
@@ -189,6 +184,16 @@ def _text(body: dict[str, Any], lm) -> str:
     if lm.tokenizer is None:
         raise RequestError("this model has no tokenizer, so it cannot read text")
     return text
+
+
+def _decoder_text(body: dict[str, Any]) -> str | None:
+    """An encoder-decoder's decoder text (after its start token), or None."""
+    value = body.get("decoder_text")
+    if value is not None and not isinstance(value, str):
+        raise RequestError("decoder_text must be a string (the decoder's text after its start token)")
+    if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+        raise RequestError(f"decoder_text has {len(value):,} characters; at most {MAX_TEXT_CHARS:,}")
+    return value or None
 
 
 def _ablate(body: dict[str, Any]) -> list[dict[str, Any]]:

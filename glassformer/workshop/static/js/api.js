@@ -47,6 +47,9 @@ export function fetchWalk(request) {
 }
 
 /** One stage's whole tensor: {name, value: packed array}. */
-export function fetchStage(model, text, name, ablate = []) {
-  return call(STAGE_URL, ablate.length ? { model, text, name, ablate } : { model, text, name });
+export function fetchStage(model, text, name, ablate = [], decoderText = "") {
+  const body = { model, text, name };
+  if (ablate.length) body.ablate = ablate;
+  if (decoderText) body.decoder_text = decoderText;
+  return call(STAGE_URL, body);
 }

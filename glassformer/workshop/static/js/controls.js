@@ -24,6 +24,7 @@ export function bindControls(form, handlers) {
   const field = (id) => form.querySelector(`#${id}`);
   const text = field("text");
   const model = field("model");
+  const decoderText = field("decoder_text");
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -37,6 +38,12 @@ export function bindControls(form, handlers) {
     }
   });
   model.addEventListener("change", () => handlers.onRun());
+  decoderText.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      handlers.onRun();
+    }
+  });
   for (const radio of form.querySelectorAll('input[name="level"]')) {
     radio.addEventListener("change", () => handlers.onLevel(radio.value));
   }
@@ -72,10 +79,15 @@ export function bindControls(form, handlers) {
       fieldset.disabled = !generates;
       form.querySelector("#sampling-note").textContent = generates ? "" : "this model does not generate: no sampling";
     },
+    /** An encoder-decoder's decoder reads a text of its own. */
+    setSeq2seq(seq2seq) {
+      form.querySelector("#decoder-row").hidden = !seq2seq;
+    },
     /** Put ``settings`` in the form. */
     show(settings) {
       model.value = settings.model;
       text.value = settings.text;
+      decoderText.value = settings.decoder_text;
       for (const radio of form.querySelectorAll('input[name="level"]')) radio.checked = radio.value === settings.level;
       for (const key of SAMPLING_KEYS) {
         const value = settings[key];
@@ -85,7 +97,7 @@ export function bindControls(form, handlers) {
     },
     /** The form's settings (a sampling field left empty is null: the server's default or off). */
     read() {
-      const out = { model: model.value, text: text.value };
+      const out = { model: model.value, text: text.value, decoder_text: decoderText.value };
       for (const key of SAMPLING_KEYS) {
         const value = parseNumber(field(key).value, INTEGER_FIELDS.has(key));
         out[key] = Number.isNaN(value) ? field(key).value : value; // the server names a bad value

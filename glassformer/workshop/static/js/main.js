@@ -50,9 +50,9 @@ function setState(state, text) {
 }
 
 function loadStage(name) {
-  const key = `${walk.model}\n${walk.text}\n${ablationsText(walk.ablate)}\n${name}`;
+  const key = `${walk.model}\n${walk.text}\n${walk.decoderText}\n${ablationsText(walk.ablate)}\n${name}`;
   if (!stageTensors.has(key)) {
-    const request = fetchStage(walk.model, walk.text, name, walk.ablate);
+    const request = fetchStage(walk.model, walk.text, name, walk.ablate, walk.decoderText);
     request.catch((error) => {
       stageTensors.delete(key);
       showMessage(error.message);
@@ -144,6 +144,8 @@ function drawGenerate() {
  * sampling change only the prediction (the forward pass is the same). */
 async function run() {
   settings = { ...settings, ...controls.read() };
+  const family = models.find((m) => m.name === settings.model)?.architecture.family;
+  if (family !== "encoder_decoder") settings.decoder_text = ""; // only a decoder reads one
   writeSettings(settings);
   const request = walkRequest(settings);
   const ticket = ++latestRequest;
@@ -160,9 +162,10 @@ async function run() {
   if (ticket !== latestRequest) return;
   showMessage("");
   const ablate = request.ablate ?? [];
+  const decoderText = request.decoder_text ?? "";
   const sameInput = walk && walk.model === request.model && walk.text === request.text
-    && ablationsText(walk.ablate) === ablationsText(ablate);
-  walk = { payload, model: request.model, text: request.text, ablate };
+    && walk.decoderText === decoderText && ablationsText(walk.ablate) === ablationsText(ablate);
+  walk = { payload, model: request.model, text: request.text, decoderText, ablate };
   if (sameInput) {
     renderPrediction(panels.prediction, payload, settings.level);
   } else {
@@ -174,6 +177,7 @@ async function run() {
     drawAll();
   }
   controls.setGenerates(Boolean(payload.prediction));
+  controls.setSeq2seq(payload.decoder_tokens !== null);
   walksDone += 1;
   document.body.dataset.walks = String(walksDone);
   const n = payload.tokens.length;

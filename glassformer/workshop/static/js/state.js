@@ -8,6 +8,7 @@ export const LEVELS = ["beginner", "intermediate", "advanced"];
 export const DEFAULTS = Object.freeze({
   model: "",
   text: "The capital of France is",
+  decoder_text: "", // an encoder-decoder's decoder text, after its start token
   level: "beginner",
   temperature: 0.8,
   top_k: null, // null = off
@@ -51,7 +52,7 @@ export function parseNumber(text, integer = false) {
 export function readSettings(search) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
-  for (const key of ["model", "text", "stage"]) {
+  for (const key of ["model", "text", "decoder_text", "stage"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
@@ -67,7 +68,7 @@ export function readSettings(search) {
 /** The query string of ``settings`` (empty values left out). */
 export function queryString(settings) {
   const params = new URLSearchParams();
-  for (const key of ["model", "text", "level", ...NUMBER_KEYS, "stage"]) {
+  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage"]) {
     const value = settings[key];
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));
@@ -87,5 +88,6 @@ export function walkRequest(settings) {
   const request = { model: settings.model, text: settings.text };
   for (const key of SAMPLING_KEYS) request[key] = settings[key];
   if (settings.ablate?.length) request.ablate = settings.ablate;
+  if (settings.decoder_text) request.decoder_text = settings.decoder_text;
   return request;
 }
