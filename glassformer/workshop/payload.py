@@ -12,7 +12,8 @@ Payload (version 1)::
 
     {"version": 1, "model": str, "tokens": [{"id", "text"}], "decoder_tokens": [...] | null,
      "architecture": architecture.summary(config), "stages": [stage + "value"],
-     "prediction": {"steps": [...], "token": {"id", "text"}} | null, "seconds": float}
+     "prediction": {"steps": [...], "token": {"id", "text"}} | null,
+     "ablated": [{"layer", "head", "mode"}], "seconds": float}
 
 Every number is read from the forward pass; ``tests/test_workshop_api.py`` compares the
 payload with ``lm.trace`` on the same input.
@@ -26,13 +27,13 @@ from typing import Any
 
 import torch
 
-from glassformer.inputs import ModelInputs, input_prefix
-from glassformer.inspect.interventions import MODES, head_ablation_hook
+from glassformer.inputs import ModelInputs
 from glassformer.models import EncoderModel
 from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.arrays import pack, pack_unit
+from glassformer.workshop.interventions import ablation_hooks
 from glassformer.workshop.prediction import next_token
 
 VERSION = 1
@@ -84,35 +85,6 @@ def walk(
         "ablated": [dict(a) for a in ablate],
         "seconds": time.perf_counter() - start,
     }
-
-
-def ablation_hooks(lm, ablate: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """{``blocks.{layer}.attn.z``: hook} for the heads to ablate, checked against the model."""
-    by_layer: dict[tuple[int, str], list[int]] = {}
-    n_layers, n_heads = lm.config.stack_depths[0], lm.config.n_heads
-    for item in ablate:
-        layer, head, mode = item.get("layer"), item.get("head"), item.get("mode", "zero")
-        for key, value, limit in (("layer", layer, n_layers), ("head", head, n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
-                raise ValueError(f"ablate: {key} {value!r} is out of range (0..{limit - 1})")
-        if mode not in MODES:
-            raise ValueError(f"ablate: mode {mode!r}; allowed values: {', '.join(MODES)}")
-        by_layer.setdefault((layer, mode), []).append(head)
-    prefix = input_prefix(lm.net)
-    hooks: dict[str, Any] = {}
-    for (layer, mode), heads in by_layer.items():
-        name = f"{prefix}blocks.{layer}.attn.z"
-        hook = head_ablation_hook(heads, mode)
-        previous = hooks.get(name)
-        hooks[name] = hook if previous is None else _chain(previous, hook)
-    return hooks
-
-
-def _chain(first, second):
-    def both(x, name):
-        return second(first(x, name), name)
-
-    return both
 
 
 def stage(
