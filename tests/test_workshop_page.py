@@ -451,3 +451,56 @@ def test_an_encoder_decoder_takes_a_decoder_text(workshop, models):
     workshop.wait_walks(3)
     assert not page.locator("#decoder-row").is_visible() and "decoder_text" not in workshop.query()
     assert lm.config.family == "encoder_decoder"
+
+
+def shown_steps(workshop: Workshop) -> list[str]:
+    """The steps of the walk a reader sees (teaching mode hides those not yet revealed)."""
+    return workshop.page.locator(".step:visible").evaluate_all("steps => steps.map(s => s.dataset.stage)")
+
+
+def test_teaching_mode_locks_the_form_and_reveals_the_walk_step_by_step(workshop, models):
+    lm = models["tiny"]
+    plan = [s["id"] for s in stages(lm.config)]
+    workshop.open(model="tiny", text=TEXT, lock="1")
+    page = workshop.page
+    assert workshop.query()["lock"] == "1"
+    # the form is locked: no text, model, sampling or Run; the level switch and a badge stay
+    assert not page.locator("#text").is_visible() and not page.locator("#text").is_editable()
+    assert not page.locator("#run").is_visible() and not page.locator("#model").is_visible()
+    assert not page.locator("#temperature").is_visible()
+    badge = page.locator("#lock-badge")
+    assert badge.is_visible() and badge.inner_text() == "teaching mode"
+    assert page.locator("#level").is_visible()
+    counter = page.locator(".reveal-count")
+    # one step at first; Next three times: four, in the walk's order, block 0 opened for the fourth
+    assert shown_steps(workshop) == plan[:1]
+    assert counter.inner_text() == f"step 1 of {len(plan)}"
+    assert not page.locator("#prediction").is_visible() and not page.locator("#generate").is_visible()
+    for _ in range(3):
+        page.click(".reveal-next")
+    assert shown_steps(workshop) == plan[:4]
+    assert counter.inner_text() == f"step 4 of {len(plan)}"
+    assert page.locator('.group.open[data-group="blocks.0"]').is_visible()
+    page.keyboard.press("ArrowLeft")
+    assert shown_steps(workshop) == plan[:3]
+    page.keyboard.press("ArrowRight")
+    assert shown_steps(workshop) == plan[:4]
+    # the prediction waits for the last step (the logits)
+    shown = 4
+    while shown < len(plan):
+        assert not page.locator("#prediction").is_visible(), plan[shown - 1]
+        page.click(".reveal-next")
+        shown += 1
+        assert shown_steps(workshop)[-1] == plan[shown - 1]
+    assert plan[-1] == "logits" and counter.inner_text() == f"step {len(plan)} of {len(plan)}"
+    assert page.locator("#prediction").is_visible() and page.locator(".pred-token").is_visible()
+    assert page.locator(".reveal-next").is_disabled()
+    assert collapsed_blocks(workshop) == ["blocks.0"]  # the blocks passed fold; the last one is open
+    page.keyboard.press("ArrowLeft")
+    assert not page.locator("#prediction").is_visible()
+    page.keyboard.press("ArrowRight")
+    # the level can still change, and the reveal survives it
+    workshop.level("advanced")
+    assert shown_steps(workshop)[-1] == "logits" and page.locator("#prediction").is_visible()
+    assert workshop.query()["lock"] == "1"
+    workshop.shot("teaching_mode")

@@ -25,6 +25,7 @@ export function bindControls(form, handlers) {
   const text = field("text");
   const model = field("model");
   const decoderText = field("decoder_text");
+  let locked = false;
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -76,12 +77,20 @@ export function bindControls(form, handlers) {
     /** Sampling only matters to a model that predicts a next token. */
     setGenerates(generates) {
       const fieldset = form.querySelector("#sampling");
-      fieldset.disabled = !generates;
+      fieldset.disabled = !generates || locked;
       form.querySelector("#sampling-note").textContent = generates ? "" : "this model does not generate: no sampling";
     },
     /** An encoder-decoder's decoder reads a text of its own. */
     setSeq2seq(seq2seq) {
       form.querySelector("#decoder-row").hidden = !seq2seq;
+    },
+    /** Teaching mode: everything but the level hidden and disabled (style.css hides .lockable). */
+    setLocked(lock) {
+      locked = lock;
+      form.dataset.locked = lock ? "true" : "";
+      const nodes = form.querySelectorAll(".lockable, .lockable :is(input, select, textarea, button)");
+      for (const node of nodes) if ("disabled" in node) node.disabled = lock;
+      form.querySelector("#lock-badge").hidden = !lock;
     },
     /** Put ``settings`` in the form. */
     show(settings) {

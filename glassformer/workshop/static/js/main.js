@@ -10,6 +10,7 @@ import { stageDetail } from "./stage_detail.js";
 import { ablationsText, readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
+import { createReveal } from "./reveal.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
@@ -38,6 +39,17 @@ let head = 0; // the head shown when a per-head step is opened
 let walksDone = 0;
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
 const stageTensors = new Map(); // "model\ntext\nname" -> Promise of /api/stage's answer
+// teaching mode: the walk revealed step by step, the block being revealed open
+const reveal = settings.lock ? createReveal($("reveal"), () => {
+  openRevealedBlock();
+  drawWalk();
+}) : null;
+
+/** Open the block of the last step revealed, if it is in one. */
+function openRevealedBlock() {
+  const last = reveal.lastShown();
+  if (parseStage(last).layer !== null) openBlock = groupOf(walk.payload.stages, last);
+}
 
 function showMessage(text) {
   message.textContent = text;
@@ -91,6 +103,11 @@ function drawWalk() {
     detailFor: (stage) =>
       stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage }),
   });
+  if (reveal) {
+    reveal.apply(panels.walk);
+    // the answer (and generating one) waits for the last step
+    for (const id of ["prediction-panel", "generate-panel"]) $(id).hidden = !reveal.done();
+  }
 }
 
 function drawLines() {
@@ -170,9 +187,11 @@ async function run() {
     renderPrediction(panels.prediction, payload, settings.level);
   } else {
     const stages = payload.stages;
+    reveal?.setStages(stages);
     const chosen = stages.find((s) => s.id === settings.stage);
     if (!chosen) settings.stage = "";
     openBlock = chosen && parseStage(chosen.id).layer !== null ? chosen.group : firstBlock(stages);
+    if (reveal) openRevealedBlock();
     writeSettings(settings);
     drawAll();
   }
@@ -209,6 +228,7 @@ async function start() {
     settings.model = models[0].name;
   }
   controls.setModels(models, settings.model);
+  controls.setLocked(settings.lock);
   controls.show(settings);
   await run();
   if (notice && message.hidden) showMessage(notice);

@@ -18,6 +18,7 @@ export const DEFAULTS = Object.freeze({
   stage: "", // the expanded step, by id
   layer: null, // the layer of "which words look at which"
   linesPart: "", // which attention those lines show (T5: encoder, decoder, cross); not in the URL
+  lock: false, // teaching mode: the form locked, the walk revealed step by step; in the URL as lock=1
   ablate: [], // heads switched off: [{layer, head, mode: "zero" | "mean"}]; in the URL as 1.2.zero,...
 });
 
@@ -57,6 +58,7 @@ export function readSettings(search) {
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
   settings.ablate = parseAblations(params.get("ablate"));
+  settings.lock = params.get("lock") === "1";
   for (const key of NUMBER_KEYS) {
     if (!params.has(key)) continue;
     const value = parseNumber(params.get(key), INTEGER_KEYS.has(key));
@@ -74,6 +76,7 @@ export function queryString(settings) {
     params.set(key, String(value));
   }
   if (settings.ablate?.length) params.set("ablate", ablationsText(settings.ablate));
+  if (settings.lock) params.set("lock", "1");
   return `?${params}`;
 }
 
