@@ -258,3 +258,28 @@ def test_an_encoder_decoder_reads_a_decoder_text(client, models):
     assert answer.status_code == 400 and "only for encoder-decoder models" in answer.json()["error"]
     answer = client.post("/api/walk", json={"model": "t5", "text": TEXT, "decoder_text": 5})
     assert answer.status_code == 400 and "decoder_text must be a string" in answer.json()["error"]
+
+
+def test_the_logit_lens_is_the_library_s(client, models):
+    from glassformer.inspect import logit_lens
+
+    lm = models["llama"]
+    answer = client.post("/api/lens", json={"model": "llama", "text": TEXT})
+    assert answer.status_code == 200, answer.text
+    payload = answer.json()
+    token = int(lm.logits(TEXT)[0, -1].argmax())
+    expected = logit_lens(lm, TEXT, k=3, target=token)
+    assert payload["layers"] == ["embed.out", "blocks.0.resid_post", "blocks.1.resid_post"]
+    assert payload["token"]["id"] == token and payload["rows"][-1]["rank"] == 1
+    for row, ranks, ids, probs in zip(
+        payload["rows"],
+        expected.target_ranks[:, -1],
+        expected.top_ids[:, -1],
+        expected.top_probs[:, -1],
+        strict=True,
+    ):
+        assert row["rank"] == int(ranks) and [t["id"] for t in row["top"]] == ids.tolist()
+        assert [t["p"] for t in row["top"]] == pytest.approx(probs.tolist(), abs=1e-6)
+    t5 = client.post("/api/lens", json={"model": "t5", "text": TEXT, "decoder_text": "th"}).json()
+    assert t5["layers"][0] == "decoder.embed.out"
+    assert client.post("/api/lens", json={"model": "bert", "text": TEXT}).status_code == 200  # an MLM head

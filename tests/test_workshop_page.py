@@ -504,3 +504,17 @@ def test_teaching_mode_locks_the_form_and_reveals_the_walk_step_by_step(workshop
     assert shown_steps(workshop)[-1] == "logits" and page.locator("#prediction").is_visible()
     assert workshop.query()["lock"] == "1"
     workshop.shot("teaching_mode")
+
+
+def test_the_logit_lens_panel_follows_the_final_choice(workshop, models):
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page.wait_for_selector('#lens[data-state="ready"]', state="attached")
+    rows = page.locator("#lens .lens-row")
+    assert rows.count() == lm.config.n_layers + 1  # the embeddings, then after each block
+    final = int(lm.logits(TEXT)[0, -1].argmax())
+    last = rows.nth(rows.count() - 1)
+    assert last.get_attribute("data-rank") == "1"
+    assert int(last.locator(".lens-token").first.get_attribute("data-id")) == final
+    workshop.level("beginner")
+    assert not page.locator("#lens-panel").is_visible()

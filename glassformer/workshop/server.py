@@ -8,6 +8,8 @@
                            -> the walk payload (`payload.walk`)
     POST /api/stage        {model, text, name, decoder_text?, ablate?} -> one stage's whole
                            tensor (`payload.stage`)
+    POST /api/lens         {model, text, decoder_text?, ablate?} -> what each layer would
+                           predict at the last position (`lens.py`)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -38,6 +40,7 @@ from starlette.staticfiles import StaticFiles
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.streaming import token_events
 from glassformer.workshop.views import view_html
 
@@ -99,6 +102,14 @@ def create_app(models: dict[str, Any]) -> Starlette:
         work = run_model(payload.stage, lm, _text(body, lm), trace_name, _ablate(body), _decoder_text(body))
         return await _answer(work)
 
+    async def lens(request: Request) -> JSONResponse:
+        body = await _body(request)
+        lm, _ = _model(models, body)
+        if lm.config.family == "encoder" and not lm.config.mlm_head:
+            raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
+        work = run_model(lens_payload, lm, _text(body, lm), _decoder_text(body), _ablate(body))
+        return await _answer(work)
+
     async def generate(request: Request) -> StreamingResponse:
         body = await _body(request)
         lm, _ = _model(models, body)
@@ -135,6 +146,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         Route("/api/models", list_models),
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
+        Route("/api/lens", lens, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one

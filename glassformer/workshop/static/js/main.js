@@ -14,6 +14,7 @@ import { createReveal } from "./reveal.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
+import { fetchLens, renderLens } from "./lens.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -27,6 +28,7 @@ const panels = {
   views: $("views"),
   generate: $("generate"),
   interventions: $("interventions"),
+  lens: $("lens"),
 };
 const message = $("message");
 const status = $("status");
@@ -106,7 +108,7 @@ function drawWalk() {
   if (reveal) {
     reveal.apply(panels.walk);
     // the answer (and generating one) waits for the last step
-    for (const id of ["prediction-panel", "generate-panel"]) $(id).hidden = !reveal.done();
+    for (const id of ["prediction-panel", "generate-panel", "lens-panel"]) $(id).hidden = !reveal.done();
   }
 }
 
@@ -137,11 +139,32 @@ function drawAll() {
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
+  if (walk.lens) renderLens(panels.lens, walk.lens, settings.level);
   renderInterventions(panels.interventions, walk.payload, settings.ablate, (ablate) => {
     settings.ablate = ablate;
     run();
   });
   drawGenerate();
+}
+
+/** The logit lens of the walk just drawn (its own request: it does not depend on sampling). */
+async function drawLens(request, ticket) {
+  const hasHead = walk.payload.stages.some((s) => s.id === "logits");
+  panels.lens.dataset.state = "loading";
+  if (!hasHead) {
+    panels.lens.replaceChildren(document.createTextNode("This model has no head to read its layers with."));
+    panels.lens.dataset.state = "none";
+    return;
+  }
+  try {
+    const lens = await fetchLens(request);
+    if (ticket !== latestRequest) return;
+    walk.lens = lens;
+    renderLens(panels.lens, lens, settings.level);
+    panels.lens.dataset.state = "ready";
+  } catch (error) {
+    if (ticket === latestRequest) showMessage(error.message);
+  }
 }
 
 /** The generate panel, made anew only for a new model or text (a reply survives a level switch). */
@@ -194,6 +217,7 @@ async function run() {
     if (reveal) openRevealedBlock();
     writeSettings(settings);
     drawAll();
+    drawLens(request, ticket);
   }
   controls.setGenerates(Boolean(payload.prediction));
   controls.setSeq2seq(payload.decoder_tokens !== null);
