@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.nn import functional as F
 
-from glassformer.inputs import decoder_start_id, left_pad, pad_id, prompt_rows, stop_ids
+from glassformer.inputs import decoder_start_id, is_batch, left_pad, pad_id, prompt_rows, stop_tokens
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
 from glassformer.sampling import (
@@ -106,11 +106,7 @@ def stream_ids(
             f"stream_ids cannot stream beam search (num_beams={settings.num_beams}): no token is final "
             "before the search ends; use generate_ids, or num_beams=1"
         )
-    if isinstance(input_ids, torch.Tensor):
-        one_prompt = input_ids.dim() == 1
-    else:
-        one_prompt = len(input_ids) > 0 and isinstance(input_ids[0], numbers.Integral)
-    if one_prompt:
+    if not is_batch(input_ids):  # one prompt: a list of ids or a 1-D tensor
         input_ids = [input_ids]
         attention_mask = None if attention_mask is None else [attention_mask]
     prompts, stop_ids = _prepare(net, input_ids, attention_mask, settings)
@@ -142,7 +138,7 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
                 f"(vocab_size={config.vocab_size}: valid ids are the integers 0..{config.vocab_size - 1})"
             )
     prompts = [[int(t) for t in row] for row in prompts]  # numpy or tensor ints -> int
-    stops = stop_ids(config, settings.stop_token_ids)
+    stops = stop_tokens(config, settings.stop_token_ids)
     if config.positions == "learned":
         longest = max(len(row) for row in prompts)
         if longest > config.max_seq_len:

@@ -191,10 +191,10 @@ class ModelInputs:
 
     def stop_ids(self, stop_token_ids: Sequence[int] | None = None) -> tuple[int, ...]:
         """The tokens that end generation: ``stop_token_ids`` if given, else the model's eos."""
-        return stop_ids(self.config, stop_token_ids)
+        return stop_tokens(self.config, stop_token_ids)
 
 
-def stop_ids(config: ModelConfig, stop_token_ids: Sequence[int] | None = None) -> tuple[int, ...]:
+def stop_tokens(config: ModelConfig, stop_token_ids: Sequence[int] | None = None) -> tuple[int, ...]:
     """``stop_token_ids`` (checked against the vocabulary) or the model's eos token."""
     if stop_token_ids is None:
         return () if config.eos_token_id is None else (config.eos_token_id,)

@@ -28,7 +28,7 @@ from glassformer.sampling import generation_settings
 if TYPE_CHECKING:
     from glassformer.formats.hf_export import HFExport
 
-__all__ = ["LanguageModel", "TokenInput", "decode_stream"]
+__all__ = ["LanguageModel", "TokenInput", "decode_pieces", "decode_stream"]
 
 
 class LanguageModel:
@@ -182,18 +182,30 @@ class LanguageModel:
         return save_hf(self.net, directory, self.tokenizer, overwrite, tokenizer_optional=True)
 
 
-def decode_stream(tokenizer: Any, tokens: Iterator[int], stop_ids: Sequence[int] = ()) -> Iterator[str]:
-    """Text pieces as tokens arrive. Decoding the whole output each time (not token by
-    token) keeps a UTF-8 character whose bytes span several byte-level tokens intact;
-    a stop token ends the stream without being shown."""
+def decode_pieces(
+    tokenizer: Any, tokens: Iterator[int], stop_ids: Sequence[int] = ()
+) -> Iterator[tuple[int, str]]:
+    """(token, the text it adds) as tokens arrive. Decoding the whole output each time (not
+    token by token) keeps a UTF-8 character whose bytes span several byte-level tokens
+    intact: a token that ends half a character adds "" and the next one the whole of it. A
+    stop token adds "" and ends the stream."""
     new: list[int] = []
     shown = ""
     for token in tokens:
         if token in stop_ids:
-            break
+            yield token, ""
+            return
         new.append(token)
         text = tokenizer.decode(new)
         if text.endswith("\ufffd"):
-            continue  # half a character: wait for the rest of its bytes
-        yield text[len(shown) :]
+            yield token, ""  # half a character: wait for the rest of its bytes
+            continue
+        yield token, text[len(shown) :]
         shown = text
+
+
+def decode_stream(tokenizer: Any, tokens: Iterator[int], stop_ids: Sequence[int] = ()) -> Iterator[str]:
+    """The text pieces of `decode_pieces` (a stop token ends the stream without being shown)."""
+    for _, piece in decode_pieces(tokenizer, tokens, stop_ids):
+        if piece:
+            yield piece

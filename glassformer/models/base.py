@@ -9,6 +9,7 @@ construction: the stacks name their hook points as they are built.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Mapping
 
 import torch
@@ -50,9 +51,10 @@ class TransformerModel(nn.Module):
         """The token table E (shared by both stacks of an encoder-decoder)."""
         return self.stacks[0].embed.token
 
-    @property
+    @functools.cached_property
     def hook_points(self) -> dict[str, HookPoint]:
-        """Every named activation of this model, in forward order: name -> HookPoint."""
+        """Every named activation of this model, in forward order: name -> HookPoint (made on
+        first use, once the subclass has built its stacks; the stacks never change after)."""
         points = {name: p for stack in self.stacks for name, p in stack.hook_points.items()}
         return hooks.sort_forward({**points, "logits": self.hook_logits})
 

@@ -4,8 +4,9 @@
     event: done     data: {"tokens": 12, "seconds": 0.9, "tokens_per_s": 13.3, "text": " Paris..."}
 
 The tokens are `glassformer.generate.stream_ids`'s (the KV cache, the same sampling as
-``lm.generate`` with the same settings and seed); their text is decoded from all the new
-tokens so far, so a character split over several byte-level tokens arrives whole. When
+``lm.generate`` with the same settings and seed); their text comes from
+`glassformer.lm.decode_pieces`, as ``lm.stream``'s does, so a character split over several
+byte-level tokens arrives whole and a stop token shows no text. When
 the page stops reading (it closed, or asked for something else), no more tokens are made.
 """
 
@@ -16,6 +17,7 @@ import time
 from collections.abc import Iterator
 
 from glassformer.generate import stream_ids
+from glassformer.lm import decode_pieces
 from glassformer.sampling import GenerationSettings
 
 
@@ -24,18 +26,15 @@ def token_events(lm, text: str, settings: GenerationSettings) -> Iterator[str]:
     prompt = lm.inputs.prompts(text)
     stops = lm.inputs.stop_ids(settings.stop_token_ids)
     start = time.perf_counter()
-    new: list[int] = []
-    shown = ""
-    for step, token in enumerate(stream_ids(lm.net, prompt, settings)):
-        new.append(token)
-        text_so_far = lm.tokenizer.decode([t for t in new if t not in stops])
-        piece = "" if text_so_far.endswith("\ufffd") else text_so_far[len(shown) :]
-        shown = shown if text_so_far.endswith("\ufffd") else text_so_far
-        data = {"id": token, "text": piece, "step": step, "seconds": time.perf_counter() - start}
+    pieces = decode_pieces(lm.tokenizer, stream_ids(lm.net, prompt, settings), stops)
+    n, text_shown = 0, ""
+    for n, (token, piece) in enumerate(pieces, start=1):
+        text_shown += piece
+        data = {"id": token, "text": piece, "step": n - 1, "seconds": time.perf_counter() - start}
         yield _event("token", data)
     seconds = time.perf_counter() - start
-    done = {"tokens": len(new), "seconds": seconds, "tokens_per_s": len(new) / seconds if seconds else 0.0}
-    yield _event("done", {**done, "text": shown})
+    done = {"tokens": n, "seconds": seconds, "tokens_per_s": n / seconds if seconds else 0.0}
+    yield _event("done", {**done, "text": text_shown})
 
 
 def _event(name: str, data: dict) -> str:
