@@ -180,6 +180,14 @@ def test_cache_is_preallocated_and_overflow_is_explained():
         net(torch.tensor([[5]]), cache=cache)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bytes_per_token_is_what_the_cache_holds_per_token(dtype):
+    config = tiny_model(family="encoder_decoder", n_kv_heads=2).config
+    cache = KVCache.for_model(config, 1, 7, dtype)
+    held = cache.keys.nbytes + cache.values.nbytes
+    assert KVCache.bytes_per_token(config, dtype) * 7 == held
+
+
 @pytest.mark.parametrize("placement", ["pre", "post"])
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"])
 def test_every_block_variant_runs_and_trains(placement, activation):

@@ -190,6 +190,25 @@ def test_generation_streams_the_tokens_lm_generate_makes(client, models):
     assert [name for name, _ in t5] == ["token", "token", "token", "done"]
 
 
+@pytest.mark.parametrize("model", ["llama", "t5"])
+def test_each_step_reports_the_kv_cache_rows_it_reused_and_computed(client, models, model):
+    from glassformer.nn.kv_cache import KVCache
+
+    lm = models[model]
+    body = {"model": model, "text": TEXT, "max_new_tokens": 5, "temperature": 0}
+    stream = events(client.post("/api/generate", json=body))
+    steps = [data for name, data in stream if name == "token"]
+    prompt = 1 if model == "t5" else len(TEXT)  # the decoder starts from its start token
+    per_token = KVCache.bytes_per_token(lm.config)
+    assert steps[0]["kv"] == {"new": prompt, "reused": 0, "bytes": prompt * per_token}  # the prefill
+    for step, data in enumerate(steps[1:], start=1):
+        assert data["kv"] == {"new": 1, "reused": prompt + step - 1, "bytes": (prompt + step) * per_token}
+    done = stream[-1][1]
+    assert done["prefill_seconds"] == pytest.approx(steps[0]["step_seconds"])
+    assert done["kv_bytes_per_token"] == per_token and done["decode_tokens_per_s"] > 0
+    assert not lm.net.hook_points["blocks.0.attn.q" if model == "llama" else "decoder.blocks.0.attn.q"].fns
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -209,8 +228,8 @@ def test_ablating_heads_changes_what_follows_as_the_library_does(client, models)
     from glassformer.inspect.interventions import head_ablation_hook
 
     lm = models["llama"]
-    ablate = [{"layer": 1, "head": 2, "mode": "zero"}, {"layer": 0, "head": 0, "mode": "mean"}]
-    payload = walk(client, ablate=ablate, temperature=0)
+    changes = [{"layer": 1, "head": 2, "mode": "zero"}, {"layer": 0, "head": 0, "mode": "mean"}]
+    payload = walk(client, interventions=changes, temperature=0)
     z = next(s for s in payload["stages"] if s["id"] == "blocks.1.attn.z")
     assert torch.all(unpack(z["value"]["norms"])[2] == 0)  # h t: head 2 writes nothing
     hooks = {
@@ -222,23 +241,90 @@ def test_ablating_heads_changes_what_follows_as_the_library_does(client, models)
     assert payload["prediction"]["token"]["id"] == int(expected.argmax())
     shown = payload["prediction"]["steps"][0]["top"][0]
     assert shown["p"] == pytest.approx(float(torch.softmax(expected, -1).max()), abs=1e-6)
-    assert payload["ablated"] == ablate
-    assert walk(client)["ablated"] == []
+    assert payload["interventions"] == changes
+    assert walk(client)["interventions"] == []
+
+
+def test_scaling_a_head_scales_its_output(client, models):
+    lm = models["llama"]
+    payload = walk(client, interventions=[{"layer": 1, "head": 3, "mode": "scale", "factor": 2.5}])
+    z = next(s for s in payload["stages"] if s["id"] == "blocks.1.attn.z")
+    plain = lm.trace(TEXT, ["blocks.1.attn.z"])["blocks.1.attn.z"][0]  # h t e
+    norms = unpack(z["value"]["norms"])
+    assert torch.allclose(norms[3], 2.5 * plain[3].norm(dim=-1), atol=1e-5)
+    assert torch.allclose(norms[:3], plain[:3].norm(dim=-1), atol=1e-5)  # the others untouched
+    logits = client.post(
+        "/api/stage",
+        json={"model": "llama", "text": TEXT, "name": "logits", "interventions": payload["interventions"]},
+    ).json()
+    factor_one = walk(client, interventions=[{"layer": 1, "head": 3, "mode": "scale", "factor": 1}])
+    assert factor_one["prediction"] == walk(client)["prediction"]  # x1 changes nothing
+    assert not torch.allclose(unpack(logits["value"]), lm.logits(TEXT)[0])
+
+
+def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(client, models):
+    from glassformer.inspect.interventions import patch_activation
+
+    lm = models["llama"]
+    source = "the dog ran."  # as many characters as TEXT
+    changes = [{"layer": 1, "head": 1, "mode": "patch"}]
+    payload = walk(client, interventions=changes, patch_text=source, temperature=0)
+    token = payload["prediction"]["token"]["id"]
+    effect = patch_activation(lm, source, TEXT, "blocks.1.attn.z", heads=[1], target=token)
+    logit = client.post(
+        "/api/stage",
+        json={
+            "model": "llama",
+            "text": TEXT,
+            "name": "logits",
+            "interventions": changes,
+            "patch_text": source,
+        },
+    ).json()
+    assert float(unpack(logit["value"])[-1, token]) == pytest.approx(effect.patched, abs=1e-5)
+    z = next(s for s in payload["stages"] if s["id"] == "blocks.1.attn.z")
+    source_z = lm.trace(source, ["blocks.1.attn.z"])["blocks.1.attn.z"][0]
+    assert torch.allclose(unpack(z["value"]["norms"])[1], source_z[1].norm(dim=-1), atol=1e-5)
 
 
 @pytest.mark.parametrize(
-    ("ablate", "message"),
+    ("body", "message"),
     [
-        ([{"layer": 2, "head": 0}], "layer 2 is out of range (0..1)"),
-        ([{"layer": 0, "head": 4}], "head 4 is out of range (0..3)"),
-        ([{"layer": 0, "head": 0, "mode": "erase"}], "mode 'erase'"),
-        ("all", "ablate must be a list"),
-        ([{"layer": 0, "head": 0}] * 65, "at most 64"),
+        ({"interventions": [{"layer": 2, "head": 0}]}, "layer 2 is out of range (0..1)"),
+        ({"interventions": [{"layer": 0, "head": 4}]}, "head 4 is out of range (0..3)"),
+        ({"interventions": [{"layer": 0, "head": 0, "mode": "erase"}]}, "mode 'erase'"),
+        ({"interventions": "all"}, "interventions must be a list"),
+        ({"interventions": [{"layer": 0, "head": 0}] * 65}, "at most 64"),
+        ({"interventions": [{"layer": 0, "head": 0, "mode": "scale"}]}, "scale needs a factor"),
+        (
+            {"interventions": [{"layer": 0, "head": 0, "mode": "scale", "factor": 1e9}]},
+            "scale needs a factor",
+        ),
+        ({"interventions": [{"layer": 0, "head": 0, "mode": "patch"}]}, "a patch needs patch_text"),
+        (
+            {"interventions": [{"layer": 0, "head": 0, "mode": "patch"}], "patch_text": "a dog"},
+            "the same token count",
+        ),
+        ({"patch_text": 7}, "patch_text must be a string"),
+        ({"generated": ["a"]}, "generated must be a list of token ids"),
+        ({"generated": [999]}, "999"),
     ],
 )
-def test_bad_ablations(client, ablate, message):
-    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "ablate": ablate})
-    assert answer.status_code == 400 and message in answer.json()["error"]
+def test_bad_interventions(client, body, message):
+    answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, **body})
+    assert answer.status_code == 400 and message in answer.json()["error"], answer.text
+
+
+def test_a_walk_with_generated_tokens_is_that_generation_step_s_forward_pass(client, models):
+    lm = models["llama"]
+    prompt = lm.tokenizer.encode(TEXT)
+    generated = lm.generate(prompt, max_new_tokens=4, temperature=0)  # with the KV cache
+    for step, token in enumerate(generated):
+        payload = walk(client, generated=generated[:step], temperature=0)
+        assert [t["id"] for t in payload["tokens"]] == prompt + generated[:step]
+        assert payload["prediction"]["token"]["id"] == token
+    t5 = walk(client, model="t5", generated=[3, 4])
+    assert [t["id"] for t in t5["decoder_tokens"]] == [0, 3, 4]
 
 
 def test_an_encoder_decoder_reads_a_decoder_text(client, models):

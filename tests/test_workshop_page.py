@@ -416,23 +416,23 @@ def test_ablating_a_head_updates_the_prediction_as_the_library_does(workshop, mo
     from glassformer.inspect.interventions import head_ablation_hook
 
     page, lm = workshop.page, models["tiny"]
-    workshop.open(model="tiny", text=TEXT, level="advanced", temperature=0, ablate="1.2.zero")
-    assert workshop.texts("#interventions .abl-item") == ["layer 1, head 2 (zero) restore"]
+    workshop.open(model="tiny", text=TEXT, level="advanced", temperature=0, intervene="1.2.zero")
+    assert workshop.texts("#interventions .iv-item") == ["layer 1, head 2: zeroed restore"]
     with lm.net.hooks({"blocks.1.attn.z": head_ablation_hook([2], "zero")}):
         steps, token = expected_steps(lm, TEXT, temperature=0)
     assert int(page.locator(".pred-token").get_attribute("data-id")) == token
     top = page.locator('.pred-step[data-step="logits"] .bar-row').first
     expected = torch.softmax(steps[0].scores, -1).max().item()
     assert abs(float(top.locator(".bar-p").inner_text().rstrip("%")) - 100 * expected) < 0.01
-    page.fill("#interventions .abl-layer", "0")
-    page.fill("#interventions .abl-head", "1")
-    page.click("#interventions .abl-add")
+    page.fill("#interventions .iv-layer", "0")
+    page.fill("#interventions .iv-head", "1")
+    page.click("#interventions .iv-add")
     workshop.wait_walks(2)
-    assert workshop.query()["ablate"] == "1.2.zero,0.1.zero"
-    page.locator("#interventions .abl-remove").first.click()
-    page.locator("#interventions .abl-remove").first.click()
+    assert workshop.query()["intervene"] == "1.2.zero,0.1.zero"
+    page.locator("#interventions .iv-remove").first.click()
+    page.locator("#interventions .iv-remove").first.click()
     workshop.wait_walks(4)
-    assert "ablate" not in workshop.query()
+    assert "intervene" not in workshop.query()
     assert_prediction_shown(workshop, lm, TEXT, decimals=2, temperature=0)
     workshop.shot("interventions", full_page=False)
 

@@ -52,6 +52,8 @@ from glassformer.inspect.interventions import (
     PatchingSweep,
     ablate_head,
     head_ablation_hook,
+    head_patch_hook,
+    head_scale_hook,
     patch_activation,
     patching_sweep,
 )
@@ -106,6 +108,8 @@ __all__ = [
     "cosine_similarity",
     "gradient_x_input",
     "head_ablation_hook",
+    "head_patch_hook",
+    "head_scale_hook",
     "hidden_state_trajectory",
     "integrated_gradients",
     "make_target",

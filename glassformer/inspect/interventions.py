@@ -192,6 +192,39 @@ def head_ablation_hook(heads: Sequence[int], mode: str = "zero", mean: torch.Ten
     return ablate
 
 
+def head_scale_hook(heads: Sequence[int], factor: float) -> HookFn:
+    """A hook for ``blocks.{i}.attn.z`` (b h t e) that multiplies the chosen heads' outputs
+    by ``factor``: 0 is zero-ablation, 1 changes nothing, 2 doubles what the head writes
+    into the residual stream (through W_O, which is linear)."""
+    heads = list(heads)
+
+    def scale(z: torch.Tensor, name: str) -> torch.Tensor:
+        z = z.clone()
+        z[:, heads] = z[:, heads] * factor
+        return z
+
+    return scale
+
+
+def head_patch_hook(heads: Sequence[int], source: torch.Tensor) -> HookFn:
+    """A hook for ``blocks.{i}.attn.z`` (b h t e) that puts the chosen heads' outputs from
+    another run in: ``source`` (1 h t e, the same positions) replaces them at every position,
+    the other heads are this run's (head-level activation patching)."""
+    heads = list(heads)
+
+    def patch(z: torch.Tensor, name: str) -> torch.Tensor:
+        if source.shape[2] != z.shape[2]:
+            raise ValueError(
+                f"the patch source has {source.shape[2]} positions and this input {z.shape[2]}; "
+                "patching swaps head outputs position by position, so both need the same token count"
+            )
+        z = z.clone()
+        z[:, heads] = source[:, heads].to(z.dtype)
+        return z
+
+    return patch
+
+
 def ablate_head(
     lm: LanguageModel,
     text: TokenInput,

@@ -28,6 +28,7 @@ the decoder's layers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -53,6 +54,7 @@ class LogitLens:
     target_token: str | None = None
     target_ranks: torch.Tensor | None = None  # layers t (long)
     target_probs: torch.Tensor | None = None  # layers t
+    entropy: torch.Tensor | None = None  # layers t: H(lens_l) = -sum_v p log2 p, in bits
 
     def top(self, layer: int, position: int = -1) -> list[tuple[str, float]]:
         """The top-k (token, probability) of one layer at one position (default: the last)."""
@@ -105,11 +107,12 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
     n_blocks = len(net.output_stack.blocks)
     names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(n_blocks)]
     streams = capture(net, names, lambda: inputs.forward(ids, dec))  # one pass: every layer's stream
-    top_ids, top_probs, ranks, probs = [], [], [], []
+    top_ids, top_probs, ranks, probs, entropy = [], [], [], [], []
     with torch.no_grad():
         for name in names:
             logits = unembed(net, streams[name]).float()[0]  # t v
             p = logits.softmax(-1)
+            entropy.append(-(p * logits.log_softmax(-1)).sum(-1) / math.log(2))  # t, bits
             values, indices = p.topk(k, dim=-1)  # t k
             top_ids.append(indices)
             top_probs.append(values)
@@ -127,6 +130,7 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
         target_token=None if target_id is None else inputs.labels([target_id])[0],
         target_ranks=torch.stack(ranks).cpu() if target_id is not None else None,
         target_probs=torch.stack(probs).cpu() if target_id is not None else None,
+        entropy=torch.stack(entropy).cpu(),
     )
 
 

@@ -50,6 +50,13 @@ class KVCache:
         """A cache for the model's (decoder) stack, for ``max_len`` tokens in total."""
         return cls(config.decoder_depth, batch, config.n_kv_heads, max_len, config.d_head, dtype, device)
 
+    @staticmethod
+    def bytes_per_token(config: ModelConfig, dtype: torch.dtype = torch.float32) -> int:
+        """Memory one token takes in the cache of one sequence: its key and value in every
+        layer, 2 * layers * kv_heads * d_head * bytes per number (GQA / MQA: fewer kv heads)."""
+        size = torch.empty((), dtype=dtype).element_size()
+        return 2 * config.decoder_depth * config.n_kv_heads * config.d_head * size
+
     @property
     def max_len(self) -> int:
         return self.keys.shape[3]

@@ -2,11 +2,13 @@
 
 `lens(lm, text)` reads every layer's stream at the last position through the model's own
 final norm and head (`glassformer.inspect.logit_lens`), and follows the model's final top
-token down the layers: its rank and probability at each one. Same inputs as the walk (the
-decoder text of an encoder-decoder, heads ablated).
+token down the layers: its rank and probability at each one, and the entropy of each
+layer's distribution (bits). Same inputs as the walk (the decoder text of an
+encoder-decoder, generated tokens, the heads' interventions). The compare view asks it of
+two models.
 
     {"layers": ["embed.out", "blocks.0.resid_post", ...], "token": {"id", "text"},
-     "rows": [{"layer", "top": [{"id", "text", "p"}], "rank", "p"}]}
+     "rows": [{"layer", "top": [{"id", "text", "p"}], "rank", "p", "entropy"}]}
 """
 
 from __future__ import annotations
@@ -15,19 +17,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from glassformer.inspect.logit_lens import logit_lens
-from glassformer.workshop.interventions import ablation_hooks
+from glassformer.workshop.interventions import HeadInterventions
+from glassformer.workshop.payload import pass_ids
 
 TOP = 3  # tokens shown per layer
 
 
 def lens(
-    lm, text: str, decoder_text: str | None = None, ablate: Sequence[dict[str, Any]] = ()
+    lm,
+    text: str,
+    decoder_text: str | None = None,
+    interventions: HeadInterventions | None = None,
+    generated: Sequence[int] = (),
 ) -> dict[str, Any]:
     """The lens payload (see the module docstring)."""
-    with lm.net.hooks(ablation_hooks(lm, ablate)):
-        final = lm.inputs.forward(lm.inputs.single(text), lm.inputs.decoder_ids(decoder_text or None))
+    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
+    with lm.net.hooks((interventions or HeadInterventions(lm)).hooks(decoder_ids)):
+        final = lm.inputs.forward(ids, decoder_ids)
         token = int(final[0, -1].argmax())
-        seen = logit_lens(lm, text, k=TOP, target=token, decoder_input=decoder_text or None)
+        seen = logit_lens(lm, ids, k=TOP, target=token, decoder_input=decoder_ids)
     rows = []
     for layer, name in enumerate(seen.layers):
         top = [
@@ -40,6 +48,7 @@ def lens(
                 "top": top,
                 "rank": int(seen.target_ranks[layer, -1]),
                 "p": float(seen.target_probs[layer, -1]),
+                "entropy": float(seen.entropy[layer, -1]),
             }
         )
     return {"layers": seen.layers, "token": {"id": token, "text": seen.target_token}, "rows": rows}

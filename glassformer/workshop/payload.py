@@ -13,7 +13,8 @@ Payload (version 1)::
     {"version": 1, "model": str, "tokens": [{"id", "text"}], "decoder_tokens": [...] | null,
      "architecture": architecture.summary(config), "stages": [stage + "value"],
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
-     "ablated": [{"layer", "head", "mode"}], "seconds": float}
+     "interventions": [{"layer", "head", "mode", "factor"?}],
+     "generated": int (how many of the last tokens a generation appended), "seconds": float}
 
 Every number is read from the forward pass; ``tests/test_workshop_api.py`` compares the
 payload with ``lm.trace`` on the same input.
@@ -33,7 +34,7 @@ from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.arrays import pack, pack_unit
-from glassformer.workshop.interventions import ablation_hooks
+from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.prediction import next_token
 
 VERSION = 1
@@ -47,18 +48,20 @@ def walk(
     text: Any,
     settings: GenerationSettings,
     name: str = "",
-    ablate: Sequence[dict[str, Any]] = (),
+    interventions: HeadInterventions | None = None,
     decoder_text: str | None = None,
+    generated: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The walk payload for ``text`` (see the module docstring), with the heads in ``ablate``
-    ([{"layer", "head", "mode": "zero" | "mean"}], the input stack's layers) ablated by
-    `glassformer.inspect.interventions.head_ablation_hook`: every stage after them, the
-    logits and the drawn token show the model without those heads. An encoder-decoder's
-    decoder reads its start token, then ``decoder_text`` (teacher forcing)."""
+    """The walk payload for ``text`` (see the module docstring), with the heads in
+    ``interventions`` changed (`interventions.HeadInterventions`): every stage after them,
+    the logits and the drawn token show the model so changed. An encoder-decoder's decoder
+    reads its start token, then ``decoder_text`` (teacher forcing). ``generated``: token ids
+    a generation appended (to the decoder's input for an encoder-decoder), so the walk is
+    the forward pass of that generation's next step."""
     start = time.perf_counter()
     inputs = lm.inputs
-    ids = inputs.single(text)
-    decoder_ids = inputs.decoder_ids(decoder_text or None)
+    interventions = interventions or HeadInterventions(lm)
+    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
     plan = stages(lm.config)
     values: dict[str, dict[str, Any]] = {}
 
@@ -66,11 +69,11 @@ def walk(
         values[trace_name] = _summary(x[0], trace_name)
 
     names = [s["trace"] for s in plan if s["trace"]]
-    ablations = ablation_hooks(lm, ablate)  # attached first: the captured values are the ablated ones
+    changed = interventions.hooks(decoder_ids)  # attached first: the captured values are the changed ones
     with (
         torch.no_grad(),
         evaluating(lm.net),
-        lm.net.hooks(ablations),
+        lm.net.hooks(changed),
         lm.net.hooks(dict.fromkeys(names, keep)),
     ):
         output = inputs.forward(ids, decoder_ids)  # 1 t v (logits), or 1 t d (sentence encoder)
@@ -82,27 +85,51 @@ def walk(
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
         "prediction": _prediction(lm, ids, decoder_ids, output, settings),
-        "ablated": [dict(a) for a in ablate],
+        "interventions": interventions.payload(),
+        "generated": len(generated),
         "seconds": time.perf_counter() - start,
     }
 
 
 def stage(
-    lm, text: Any, trace_name: str, ablate: Sequence[dict[str, Any]] = (), decoder_text: str | None = None
+    lm,
+    text: Any,
+    trace_name: str,
+    interventions: HeadInterventions | None = None,
+    decoder_text: str | None = None,
+    generated: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """One stage's whole tensor (batch dimension dropped, the heads in ``ablate`` ablated as
-    in `walk`): attention weights as bytes, the rest as float32."""
+    """One stage's whole tensor (batch dimension dropped; the same input and interventions
+    as `walk`): attention weights as bytes, the rest as float32."""
     if trace_name not in lm.net.hook_points:
         raise ValueError(
             f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
         )
-    with lm.net.hooks(ablation_hooks(lm, ablate)):  # attached before the trace's own hooks
-        trace = lm.trace(lm.inputs.single(text), [trace_name], decoder_input=decoder_text or None)
+    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
+    changed = (interventions or HeadInterventions(lm)).hooks(decoder_ids)
+    with lm.net.hooks(changed):  # attached before the trace's own hooks
+        trace = lm.trace(ids, [trace_name], decoder_input=decoder_ids)
     tensor = trace[trace_name][0]
     return {
         "name": trace_name,
         "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
     }
+
+
+def pass_ids(
+    lm, text: Any, decoder_text: str | None, generated: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The input ids (1 t) and the decoder's (1 t', or None) of a walk."""
+    inputs = lm.inputs
+    ids = inputs.single(text)
+    decoder_ids = inputs.decoder_ids(decoder_text or None)
+    if generated:
+        more = torch.tensor([list(generated)], dtype=torch.long)
+        if decoder_ids is None:
+            ids = inputs.single(torch.cat([ids, more], dim=1))  # checked again: length, vocabulary
+        else:
+            decoder_ids = inputs.single(torch.cat([decoder_ids, more], dim=1), "decoder input")
+    return ids, decoder_ids
 
 
 def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:

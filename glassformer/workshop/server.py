@@ -3,13 +3,14 @@
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
     GET  /api/models       the models this server holds: name, architecture, stages, limits
-    POST /api/walk         {model, text, decoder_text?, temperature?, top_k?, top_p?,
-                           repetition_penalty?, seed?, ablate?: [{layer, head, mode}]}
+    POST /api/walk         {model, text, decoder_text?, generated?: [id], temperature?,
+                           top_k?, top_p?, repetition_penalty?, seed?,
+                           interventions?: [{layer, head, mode, factor?}], patch_text?}
                            -> the walk payload (`payload.walk`)
-    POST /api/stage        {model, text, name, decoder_text?, ablate?} -> one stage's whole
-                           tensor (`payload.stage`)
-    POST /api/lens         {model, text, decoder_text?, ablate?} -> what each layer would
-                           predict at the last position (`lens.py`)
+    POST /api/stage        {model, text, name, decoder_text?, generated?, interventions?,
+                           patch_text?} -> one stage's whole tensor (`payload.stage`)
+    POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
+                           -> what each layer would predict at the last position (`lens.py`)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -40,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.streaming import token_events
 from glassformer.workshop.views import view_html
@@ -47,7 +49,7 @@ from glassformer.workshop.views import view_html
 STATIC = Path(__file__).parent / "static"
 MAX_TEXT_CHARS = 20_000  # a request body limit; the token limit is the model's max_seq_len
 MAX_NEW_TOKENS = 512  # most tokens one /api/generate makes
-MAX_ABLATIONS = 64  # most heads one walk ablates
+MAX_INTERVENTIONS = 64  # most heads one walk changes
 SAMPLING_FIELDS = {
     "temperature": float,
     "top_k": int,
@@ -90,7 +92,16 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, name = _model(models, body)
         text = _text(body, lm)
         settings = _settings(body)
-        work = run_model(payload.walk, lm, text, settings, name, _ablate(body), _decoder_text(body))
+        work = run_model(
+            payload.walk,
+            lm,
+            text,
+            settings,
+            name,
+            _interventions(body, lm),
+            _decoder_text(body),
+            _generated(body),
+        )
         return await _answer(work)
 
     async def stage(request: Request) -> JSONResponse:
@@ -99,7 +110,8 @@ def create_app(models: dict[str, Any]) -> Starlette:
         trace_name = body.get("name")
         if not isinstance(trace_name, str):
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
-        work = run_model(payload.stage, lm, _text(body, lm), trace_name, _ablate(body), _decoder_text(body))
+        changes, decoder_text, generated = _interventions(body, lm), _decoder_text(body), _generated(body)
+        work = run_model(payload.stage, lm, _text(body, lm), trace_name, changes, decoder_text, generated)
         return await _answer(work)
 
     async def lens(request: Request) -> JSONResponse:
@@ -107,7 +119,8 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, _ = _model(models, body)
         if lm.config.family == "encoder" and not lm.config.mlm_head:
             raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
-        work = run_model(lens_payload, lm, _text(body, lm), _decoder_text(body), _ablate(body))
+        changes, decoder_text, generated = _interventions(body, lm), _decoder_text(body), _generated(body)
+        work = run_model(lens_payload, lm, _text(body, lm), decoder_text, changes, generated)
         return await _answer(work)
 
     async def generate(request: Request) -> StreamingResponse:
@@ -127,8 +140,11 @@ def create_app(models: dict[str, Any]) -> Starlette:
         async def events():
             async with lock:  # one forward pass at a time, for the whole generation
                 tokens = token_events(lm, text, settings)
-                while (event := await on_model_thread(next, tokens, None)) is not None:
-                    yield event  # a client gone: the response stops asking, so no next token
+                try:
+                    while (event := await on_model_thread(next, tokens, None)) is not None:
+                        yield event  # a client gone: the response stops asking, so no next token
+                finally:
+                    await on_model_thread(tokens.close)  # its hooks come off the model now
 
         return StreamingResponse(
             events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
@@ -208,16 +224,35 @@ def _decoder_text(body: dict[str, Any]) -> str | None:
     return value or None
 
 
-def _ablate(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The heads to ablate: a list of {layer, head, mode} (checked against the model later)."""
-    ablate = body.get("ablate") or []
+def _interventions(body: dict[str, Any], lm) -> HeadInterventions:
+    """The heads to change: a list of {layer, head, mode, factor?}, and the patch source text."""
+    items, patch_text = body.get("interventions") or [], body.get("patch_text")
     if (
-        not isinstance(ablate, list)
-        or len(ablate) > MAX_ABLATIONS
-        or not all(isinstance(a, dict) for a in ablate)
+        not isinstance(items, list)
+        or len(items) > MAX_INTERVENTIONS
+        or not all(isinstance(a, dict) for a in items)
     ):
-        raise RequestError(f"ablate must be a list of at most {MAX_ABLATIONS} {{layer, head, mode}} objects")
-    return ablate
+        raise RequestError(
+            f"interventions must be a list of at most {MAX_INTERVENTIONS} {{layer, head, mode}} objects"
+        )
+    if patch_text is not None and (not isinstance(patch_text, str) or len(patch_text) > MAX_TEXT_CHARS):
+        raise RequestError(f"patch_text must be a string of at most {MAX_TEXT_CHARS:,} characters")
+    try:
+        return HeadInterventions(lm, items, patch_text)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
+
+
+def _generated(body: dict[str, Any]) -> list[int]:
+    """Token ids a generation appended to the text (checked against the vocabulary later)."""
+    generated = body.get("generated") or []
+    if not isinstance(generated, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in generated
+    ):
+        raise RequestError("generated must be a list of token ids")
+    if len(generated) > MAX_NEW_TOKENS:
+        raise RequestError(f"generated holds {len(generated)} tokens; at most {MAX_NEW_TOKENS}")
+    return generated
 
 
 def _settings(body: dict[str, Any], max_new_tokens: int = 1):

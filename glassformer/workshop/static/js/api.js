@@ -1,4 +1,4 @@
-// The server's three JSON routes (glassformer/workshop/server.py). A 4xx answer carries
+// The server's JSON routes (glassformer/workshop/server.py). A 4xx answer carries
 // {"error": message}: it becomes an ApiError whose message the page shows as it is.
 
 export class ApiError extends Error {
@@ -13,6 +13,7 @@ export class ApiError extends Error {
 const MODELS_URL = "api/models";
 const WALK_URL = "api/walk";
 const STAGE_URL = "api/stage";
+const LENS_URL = "api/lens";
 
 async function call(url, body) {
   const init = body === undefined
@@ -46,10 +47,13 @@ export function fetchWalk(request) {
   return call(WALK_URL, request);
 }
 
-/** One stage's whole tensor: {name, value: packed array}. */
-export function fetchStage(model, text, name, ablate = [], decoderText = "") {
-  const body = { model, text, name };
-  if (ablate.length) body.ablate = ablate;
-  if (decoderText) body.decoder_text = decoderText;
-  return call(STAGE_URL, body);
+/** One stage's whole tensor: {name, value: packed array}. `input`: the walk's pass input
+ * ({model, text, decoder_text?, generated?, interventions?, patch_text?}). */
+export function fetchStage(input, name) {
+  return call(STAGE_URL, { ...input, name });
+}
+
+/** The logit lens of a pass input: {layers, token, rows: [{layer, top, rank, p, entropy}]}. */
+export function fetchLens(input) {
+  return call(LENS_URL, input);
 }

@@ -1,9 +1,11 @@
 // Generate from the current text: POST api/generate answers with server-sent events, one
 // per new token (glassformer/workshop/streaming.py); the reply grows as they arrive. Stop
-// (or a new generation) aborts the request, and the server then makes no more tokens.
+// (or a new generation) aborts the request, and the server then makes no more tokens. When
+// it ends, the timeline (timeline.js) scrubs through the steps.
 
 import { el } from "./dom.js";
 import { number } from "./format.js";
+import { renderTimeline } from "./timeline.js";
 
 const GENERATE_URL = "api/generate";
 const DEFAULT_NEW_TOKENS = 48;
@@ -19,9 +21,18 @@ export function parseEvents(buffer) {
   return { events, rest };
 }
 
-/** The generate panel in `node`; `request()` gives the walk's {model, text, sampling...}. */
-export function renderGenerate(node, request, onError) {
+/**
+ * The generate panel in `node`; `request()` gives the walk's {model, text, sampling...};
+ * `onStep(k, ids)` walks step k of the generation (ids: the tokens generated before it).
+ */
+export function renderGenerate(node, request, onError, onStep) {
   let controller = null;
+  let steps = [];
+  const timeline = el("div", { class: "timeline" });
+  const walkStep = (k, ids) => {
+    output.querySelectorAll(".gen-token").forEach((t) => t.classList.toggle("gen-current", Number(t.dataset.step) === k));
+    onStep(k, ids);
+  };
   const count = el("input", { type: "number", min: "1", max: "512", value: String(DEFAULT_NEW_TOKENS), "aria-label": "new tokens", class: "gen-count" });
   const output = el("div", { class: "gen-output", "aria-live": "polite" });
   const info = el("p", { class: "hint gen-info" });
@@ -33,6 +44,8 @@ export function renderGenerate(node, request, onError) {
     controller = new AbortController();
     const body = { ...request(), max_new_tokens: Number(count.value) || DEFAULT_NEW_TOKENS };
     output.replaceChildren(el("span", { class: "gen-prompt" }, body.text));
+    steps = [];
+    timeline.replaceChildren();
     info.textContent = "generating…";
     stop.disabled = false;
     node.dataset.state = "running";
@@ -46,9 +59,11 @@ export function renderGenerate(node, request, onError) {
       if (!response.ok) throw new Error((await response.json()).error);
       await readEvents(response.body, ({ event, data }) => {
         if (event === "token") {
-          output.append(el("span", { class: "gen-token", title: `id ${data.id}, step ${data.step}` }, data.text));
+          steps.push(data);
+          output.append(el("span", { class: "gen-token", dataset: { step: data.step }, title: `id ${data.id}, step ${data.step}` }, data.text));
         } else if (event === "done") {
           info.textContent = `${data.tokens} tokens in ${number(data.seconds, 3)} s (${number(data.tokens_per_s, 3)} tokens/s)`;
+          renderTimeline(timeline, steps, data, 0, walkStep);
         }
       });
       node.dataset.state = "done";
@@ -66,6 +81,7 @@ export function renderGenerate(node, request, onError) {
     el("div", { class: "gen-controls" }, el("label", {}, "new tokens ", count), start, stop),
     output,
     info,
+    timeline,
   );
 }
 

@@ -1,26 +1,9 @@
 // The logit lens: each layer's residual stream at the last position, read through the
-// model's final norm and head (POST api/lens, glassformer/inspect/logit_lens.py). A row per
+// model's final norm and head (POST api/lens via api.js, glassformer/inspect/logit_lens.py). A row per
 // layer: its likeliest next tokens, and where the model's final choice stands there.
 
 import { el } from "./dom.js";
-import { percent, quoted } from "./format.js";
-
-const LENS_URL = "api/lens";
-
-/** The lens answer for a walk request ({model, text, decoder_text?, ablate?}). */
-export async function fetchLens(request) {
-  const body = { model: request.model, text: request.text };
-  if (request.decoder_text) body.decoder_text = request.decoder_text;
-  if (request.ablate?.length) body.ablate = request.ablate;
-  const response = await fetch(LENS_URL, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  const answer = await response.json();
-  if (!response.ok) throw new Error(answer.error);
-  return answer;
-}
+import { number, percent, quoted } from "./format.js";
 
 function layerName(name) {
   const block = name.match(/blocks\.(\d+)\.resid_post$/);
@@ -34,9 +17,10 @@ export function renderLens(node, lens, level) {
     el("th", { scope: "row" }, advanced ? row.layer : layerName(row.layer)),
     el("td", {}, row.top.map((t) => el("span", { class: "lens-token", dataset: { id: t.id }, title: `id ${t.id}` }, `${quoted(t.text)} ${percent(t.p, 0)}`))),
     el("td", { class: row.rank === 1 ? "lens-rank lens-first" : "lens-rank" }, `#${row.rank}${advanced ? ` (${percent(row.p, 1)})` : ""}`),
+    el("td", { class: "lens-entropy", title: "entropy of this layer's distribution: 0 bits = certain" }, `${number(row.entropy, 2)} bits`),
   ));
   node.replaceChildren(
     el("p", { class: "hint" }, `Read each layer's stream with the model's own head: what would it predict after the last token? The last column follows the final choice ${quoted(lens.token.text)}: its rank at each layer.`),
-    el("table", { class: "lens" }, el("thead", {}, el("tr", {}, el("th", {}, "layer"), el("th", {}, "likeliest next tokens"), el("th", {}, "final choice"))), el("tbody", {}, rows)),
+    el("table", { class: "lens" }, el("thead", {}, el("tr", {}, el("th", {}, "layer"), el("th", {}, "likeliest next tokens"), el("th", {}, "final choice"), el("th", {}, "uncertainty"))), el("tbody", {}, rows)),
   );
 }

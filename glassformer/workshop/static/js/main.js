@@ -2,19 +2,19 @@
 // what a change touches. The current settings, walk and view choices live here, in this
 // module's few variables; every other module draws from what it is handed.
 
-import { fetchModels, fetchStage, fetchWalk } from "./api.js";
+import { fetchLens, fetchModels, fetchStage, fetchWalk } from "./api.js";
 import { renderArchitecture } from "./architecture.js";
 import { renderLines } from "./attention_lines.js";
 import { bindControls } from "./controls.js";
 import { stageDetail } from "./stage_detail.js";
-import { ablationsText, readSettings, walkRequest, writeSettings } from "./state.js";
+import { inputKey, readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
 import { createReveal } from "./reveal.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
-import { fetchLens, renderLens } from "./lens.js";
+import { renderLens } from "./lens.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -35,12 +35,13 @@ const status = $("status");
 
 let settings = readSettings(window.location.search);
 let models = [];
-let walk = null; // {payload, model, text}: the walk drawn now, and what it was asked for
+let walk = null; // {payload, model, text, decoderText, input}: the walk drawn now, and what it was asked for
+let generated = []; // a timeline step's walk: the generated ids its pass reads after the text
 let openBlock = "";
 let head = 0; // the head shown when a per-head step is opened
 let walksDone = 0;
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
-const stageTensors = new Map(); // "model\ntext\nname" -> Promise of /api/stage's answer
+const stageTensors = new Map(); // pass input + "\n" + name -> Promise of /api/stage's answer
 // teaching mode: the walk revealed step by step, the block being revealed open
 const reveal = settings.lock ? createReveal($("reveal"), () => {
   openRevealedBlock();
@@ -64,9 +65,9 @@ function setState(state, text) {
 }
 
 function loadStage(name) {
-  const key = `${walk.model}\n${walk.text}\n${walk.decoderText}\n${ablationsText(walk.ablate)}\n${name}`;
+  const key = `${walk.inputKey}\n${name}`;
   if (!stageTensors.has(key)) {
-    const request = fetchStage(walk.model, walk.text, name, walk.ablate, walk.decoderText);
+    const request = fetchStage(walk.input, name);
     request.catch((error) => {
       stageTensors.delete(key);
       showMessage(error.message);
@@ -140,15 +141,16 @@ function drawAll() {
   renderPrediction(panels.prediction, walk.payload, settings.level);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
   if (walk.lens) renderLens(panels.lens, walk.lens, settings.level);
-  renderInterventions(panels.interventions, walk.payload, settings.ablate, (ablate) => {
-    settings.ablate = ablate;
-    run();
+  renderInterventions(panels.interventions, walk.payload, settings, ({ interventions, patch_text }) => {
+    settings.interventions = interventions;
+    settings.patch_text = interventions.some((a) => a.mode === "patch") ? patch_text : "";
+    run({ keepGenerated: true });
   });
   drawGenerate();
 }
 
 /** The logit lens of the walk just drawn (its own request: it does not depend on sampling). */
-async function drawLens(request, ticket) {
+async function drawLens(ticket) {
   const hasHead = walk.payload.stages.some((s) => s.id === "logits");
   panels.lens.dataset.state = "loading";
   if (!hasHead) {
@@ -157,7 +159,7 @@ async function drawLens(request, ticket) {
     return;
   }
   try {
-    const lens = await fetchLens(request);
+    const lens = await fetchLens(walk.input);
     if (ticket !== latestRequest) return;
     walk.lens = lens;
     renderLens(panels.lens, lens, settings.level);
@@ -176,18 +178,23 @@ function drawGenerate() {
     panels.generate.replaceChildren(document.createTextNode("An encoder reads text but does not generate it."));
     return;
   }
-  renderGenerate(panels.generate, () => walkRequest(settings), showMessage);
+  renderGenerate(panels.generate, () => walkRequest(settings), showMessage, (step, ids) => {
+    generated = ids;
+    run({ keepGenerated: true });
+  });
 }
 
 // running ------------------------------------------------------------------------------
-/** Ask for the walk of the form's settings. A new model or text redraws everything; a
- * sampling change only the prediction (the forward pass is the same). */
-async function run() {
+/** Ask for the walk of the form's settings (and of the timeline step chosen, if
+ * `keepGenerated`). A new input redraws everything; a sampling change only the prediction
+ * (the forward pass is the same). */
+async function run({ keepGenerated = false } = {}) {
   settings = { ...settings, ...controls.read() };
+  if (!keepGenerated) generated = [];
   const family = models.find((m) => m.name === settings.model)?.architecture.family;
   if (family !== "encoder_decoder") settings.decoder_text = ""; // only a decoder reads one
   writeSettings(settings);
-  const request = walkRequest(settings);
+  const request = walkRequest(settings, generated);
   const ticket = ++latestRequest;
   setState("loading", "running…");
   let payload;
@@ -201,11 +208,10 @@ async function run() {
   }
   if (ticket !== latestRequest) return;
   showMessage("");
-  const ablate = request.ablate ?? [];
-  const decoderText = request.decoder_text ?? "";
-  const sameInput = walk && walk.model === request.model && walk.text === request.text
-    && walk.decoderText === decoderText && ablationsText(walk.ablate) === ablationsText(ablate);
-  walk = { payload, model: request.model, text: request.text, decoderText, ablate };
+  const key = inputKey(request);
+  const sameInput = walk?.inputKey === key;
+  const input = JSON.parse(key);
+  walk = { payload, model: request.model, text: request.text, decoderText: request.decoder_text ?? "", input, inputKey: key };
   if (sameInput) {
     renderPrediction(panels.prediction, payload, settings.level);
   } else {
@@ -217,7 +223,7 @@ async function run() {
     if (reveal) openRevealedBlock();
     writeSettings(settings);
     drawAll();
-    drawLens(request, ticket);
+    drawLens(ticket);
   }
   controls.setGenerates(Boolean(payload.prediction));
   controls.setSeq2seq(payload.decoder_tokens !== null);
@@ -228,8 +234,8 @@ async function run() {
 }
 
 const controls = bindControls($("controls"), {
-  onRun: run,
-  onSampling: run,
+  onRun: () => run(),
+  onSampling: () => run({ keepGenerated: true }), // the same pass: a timeline step stays
   onLevel: (level) => {
     settings.level = level;
     writeSettings(settings);

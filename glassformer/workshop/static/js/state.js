@@ -19,22 +19,26 @@ export const DEFAULTS = Object.freeze({
   layer: null, // the layer of "which words look at which"
   linesPart: "", // which attention those lines show (T5: encoder, decoder, cross); not in the URL
   lock: false, // teaching mode: the form locked, the walk revealed step by step; in the URL as lock=1
-  ablate: [], // heads switched off: [{layer, head, mode: "zero" | "mean"}]; in the URL as 1.2.zero,...
+  // heads changed: [{layer, head, mode: "zero" | "mean" | "scale" | "patch", factor?}];
+  // in the URL as intervene=1.2.zero,0.3.scale*0.5,1.0.patch
+  interventions: [],
+  patch_text: "", // the second prompt a patched head's output comes from
 });
 
-const ABLATION_MODES = ["zero", "mean"];
+const INTERVENTION = /^(\d+)\.(\d+)\.(zero|mean|patch|scale)(?:\*(-?[0-9.]+(?:e[+-]?\d+)?))?$/;
 
-/** "1.2.zero,0.3.mean" -> [{layer: 1, head: 2, mode: "zero"}, ...]; unreadable items are dropped. */
-export function parseAblations(text) {
+/** "1.2.zero,0.3.scale*0.5" -> [{layer: 1, head: 2, mode: "zero"}, ...]; unreadable items are dropped. */
+export function parseInterventions(text) {
   if (!text) return [];
-  return text.split(",").map((item) => {
-    const [layer, head, mode = "zero"] = item.split(".");
-    return { layer: parseNumber(layer, true), head: parseNumber(head, true), mode };
-  }).filter((a) => Number.isInteger(a.layer) && Number.isInteger(a.head) && ABLATION_MODES.includes(a.mode));
+  return text.split(",").map((item) => INTERVENTION.exec(item)).filter(Boolean).map(([, layer, head, mode, factor]) => {
+    const item = { layer: Number(layer), head: Number(head), mode };
+    if (mode === "scale") item.factor = parseNumber(factor);
+    return item;
+  }).filter((a) => a.mode !== "scale" || Number.isFinite(a.factor));
 }
 
-export function ablationsText(ablate) {
-  return ablate.map((a) => `${a.layer}.${a.head}.${a.mode}`).join(",");
+export function interventionsText(interventions) {
+  return interventions.map((a) => `${a.layer}.${a.head}.${a.mode}${a.mode === "scale" ? `*${a.factor}` : ""}`).join(",");
 }
 
 export const SAMPLING_KEYS = ["temperature", "top_k", "top_p", "repetition_penalty", "seed"];
@@ -53,11 +57,11 @@ export function parseNumber(text, integer = false) {
 export function readSettings(search) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
-  for (const key of ["model", "text", "decoder_text", "stage"]) {
+  for (const key of ["model", "text", "decoder_text", "stage", "patch_text"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
-  settings.ablate = parseAblations(params.get("ablate"));
+  settings.interventions = parseInterventions(params.get("intervene"));
   settings.lock = params.get("lock") === "1";
   for (const key of NUMBER_KEYS) {
     if (!params.has(key)) continue;
@@ -70,12 +74,12 @@ export function readSettings(search) {
 /** The query string of ``settings`` (empty values left out). */
 export function queryString(settings) {
   const params = new URLSearchParams();
-  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage"]) {
+  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "patch_text"]) {
     const value = settings[key];
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));
   }
-  if (settings.ablate?.length) params.set("ablate", ablationsText(settings.ablate));
+  if (settings.interventions?.length) params.set("intervene", interventionsText(settings.interventions));
   if (settings.lock) params.set("lock", "1");
   return `?${params}`;
 }
@@ -86,11 +90,29 @@ export function writeSettings(settings) {
   if (query !== window.location.search) window.history.replaceState(null, "", query);
 }
 
-/** The body of POST /api/walk. */
-export function walkRequest(settings) {
-  const request = { model: settings.model, text: settings.text };
+/** What a forward pass reads: model, text, and what changes it (the fields /api/walk,
+ * /api/stage and /api/lens share). `generated`: ids a generation appended (a timeline step). */
+export function passInput(settings, generated = []) {
+  const input = { model: settings.model, text: settings.text };
+  if (settings.decoder_text) input.decoder_text = settings.decoder_text;
+  if (generated.length) input.generated = generated;
+  if (settings.interventions?.length) {
+    input.interventions = settings.interventions;
+    if (settings.interventions.some((a) => a.mode === "patch")) input.patch_text = settings.patch_text;
+  }
+  return input;
+}
+
+/** The body of POST /api/walk: the pass's input and the sampling settings. */
+export function walkRequest(settings, generated = []) {
+  const request = passInput(settings, generated);
   for (const key of SAMPLING_KEYS) request[key] = settings[key];
-  if (settings.ablate?.length) request.ablate = settings.ablate;
-  if (settings.decoder_text) request.decoder_text = settings.decoder_text;
   return request;
+}
+
+/** The pass input part of a walk request (the sampling fields left out), as a stable key. */
+export function inputKey(request) {
+  const input = { ...request };
+  for (const key of SAMPLING_KEYS) delete input[key];
+  return JSON.stringify(input);
 }

@@ -27,13 +27,19 @@ export function chip(token, position, showId = false) {
   );
 }
 
-/** A row of chips with an optional label: "decoder input". */
-export function tokenRow(tokens, { showId = false, label = "" } = {}) {
+/** A row of chips with an optional label ("decoder input"); the last `generated` chips are
+ * tokens a generation appended (a timeline step), outlined. */
+export function tokenRow(tokens, { showId = false, label = "", generated = 0 } = {}) {
+  const first = tokens.length - generated;
   return el(
     "div",
     { class: "token-row" },
     label ? el("span", { class: "token-row-label" }, label) : null,
-    el("div", { class: "chips" }, tokens.map((token, i) => chip(token, i, showId))),
+    el("div", { class: "chips" }, tokens.map((token, i) => {
+      const node = chip(token, i, showId);
+      if (i >= first) node.classList.add("chip-generated");
+      return node;
+    })),
   );
 }
 
@@ -45,10 +51,10 @@ export function renderTokens(container, payload, level) {
   const intro = level === "beginner"
     ? `The model reads your text as ${n} token${n === 1 ? "" : "s"}. Hover a token for its id.`
     : `t = ${n} tokens${showId ? "; the id under each" : "; hover for the id"}.`;
-  rows.push(el("p", { class: "hint" }, intro));
-  rows.push(tokenRow(payload.tokens, { showId, label: payload.decoder_tokens ? "encoder input" : "" }));
-  if (payload.decoder_tokens) {
-    rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input" }));
-  }
+  const generated = payload.generated;
+  rows.push(el("p", { class: "hint" }, intro, generated ? ` The last ${generated} (outlined) were generated: this is the forward pass of generation step ${generated}.` : ""));
+  const seq2seq = Boolean(payload.decoder_tokens);
+  rows.push(tokenRow(payload.tokens, { showId, label: seq2seq ? "encoder input" : "", generated: seq2seq ? 0 : generated }));
+  if (seq2seq) rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input", generated }));
   container.replaceChildren(...rows);
 }

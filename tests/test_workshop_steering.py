@@ -1,0 +1,107 @@
+"""Steering the workshop in a real browser: the generation timeline, the head interventions
+beyond ablation (scale, patch from a second prompt) and the compare view, each checked
+against the library on the same input. The models, server and `Workshop` helper are
+`tests.test_workshop_page`'s."""
+
+from __future__ import annotations
+
+import pytest
+
+from glassformer.inspect.interventions import head_patch_hook, head_scale_hook
+from glassformer.nn.kv_cache import KVCache
+from tests.test_workshop_page import BROWSER_400, TEXT, Workshop, models, server  # noqa: F401 (fixtures)
+
+PATCH_TEXT = "the dog ran on the rug"  # as many characters (tokens) as TEXT
+
+
+@pytest.fixture
+def workshop(browser, server, tmp_path):  # noqa: F811
+    opened = Workshop(browser, server, tmp_path)
+    yield opened
+    if not opened.page.is_closed():
+        opened.close()
+
+
+def chip_ids(workshop: Workshop) -> list[int]:
+    return workshop.page.locator("#tokens .chip").evaluate_all("cs => cs.map(c => Number(c.dataset.id))")
+
+
+def drawn_token(workshop: Workshop) -> int:
+    return int(workshop.page.locator(".pred-token").get_attribute("data-id"))
+
+
+def test_the_timeline_scrubs_to_each_step_s_forward_pass(workshop, models):  # noqa: F811
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate", temperature=0)
+    prompt = lm.tokenizer.encode(TEXT)
+    generated = lm.generate(prompt, max_new_tokens=6, temperature=0)
+    page.fill("#generate .gen-count", "6")
+    page.click("#generate .gen-start")
+    page.wait_for_selector("#generate .tl-step", state="attached")
+    assert page.locator(".tl-step").count() == 6
+    per_token = KVCache.bytes_per_token(lm.config)
+    detail = page.locator(".tl-detail")
+    assert f"the prefill: all {len(prompt)} rows computed" in detail.inner_text()
+    page.locator('.tl-step[data-step="3"]').click()  # a bar of the chart
+    workshop.wait_walks(2)
+    assert chip_ids(workshop) == prompt + generated[:3]  # the pass that chose token 3
+    assert page.locator("#tokens .chip-generated").count() == 3
+    assert drawn_token(workshop) == generated[3]
+    rows = len(prompt) + 3
+    assert f"{len(prompt) + 2} rows reused from the cache, 1 new" in detail.inner_text()
+    assert f"read {rows} tokens" in detail.inner_text()
+    assert f"{rows * per_token / 1e3:.3g} kB" in detail.inner_text()
+    page.fill("#generate .tl-slider", "5")  # scrub with the slider
+    workshop.wait_walks(3)
+    assert chip_ids(workshop) == prompt + generated[:5]
+    assert drawn_token(workshop) == generated[5]
+    assert page.locator(".gen-token.gen-current").get_attribute("data-step") == "5"
+    workshop.shot("timeline", full_page=False)
+    workshop.close()
+
+
+def test_scaling_a_head_from_the_panel_moves_the_prediction_as_the_library_does(workshop, models):  # noqa: F811
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="advanced", temperature=0)
+    page.fill("#interventions .iv-layer", "1")
+    page.fill("#interventions .iv-head", "2")
+    page.select_option("#interventions .iv-mode", "scale")
+    page.fill("#interventions .iv-factor", "-3")
+    page.click("#interventions .iv-add")
+    workshop.wait_walks(2)
+    assert workshop.query()["intervene"] == "1.2.scale*-3"
+    assert workshop.texts("#interventions .iv-item") == ["layer 1, head 2: × -3 restore"]
+    with lm.net.hooks({"blocks.1.attn.z": head_scale_hook([2], -3.0)}):
+        expected = lm.logits(TEXT)[0, -1]
+    assert drawn_token(workshop) == int(expected.argmax())
+    workshop.close()
+
+
+def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(workshop, models):  # noqa: F811
+    page, lm = workshop.page, models["tiny"]
+    assert len(lm.tokenizer.encode(PATCH_TEXT)) == len(lm.tokenizer.encode(TEXT))
+    workshop.open(
+        model="tiny",
+        text=TEXT,
+        level="advanced",
+        temperature=0,
+        intervene="0.1.patch,1.3.patch",
+        patch_text=PATCH_TEXT,
+    )
+    source = lm.trace(PATCH_TEXT, ["blocks.0.attn.z", "blocks.1.attn.z"])
+    hooks = {
+        f"blocks.{i}.attn.z": head_patch_hook([h], source[f"blocks.{i}.attn.z"]) for i, h in ((0, 1), (1, 3))
+    }
+    with lm.net.hooks(hooks):
+        expected = lm.logits(TEXT)[0, -1]
+    assert drawn_token(workshop) == int(expected.argmax())
+    assert page.input_value("#interventions .iv-patch-text") == PATCH_TEXT
+    # a second prompt of another length: the server's message, shown, and nothing else lost
+    page.fill("#interventions .iv-patch-text", "a cat")
+    page.fill("#interventions .iv-layer", "0")
+    page.select_option("#interventions .iv-mode", "patch")
+    page.click("#interventions .iv-add")
+    page.wait_for_selector('body[data-state="error"]', state="attached")
+    assert "the same token count" in page.locator("#message").inner_text()
+    workshop.shot("patch", full_page=False)
+    workshop.close(allowed_errors=(BROWSER_400,))
