@@ -6,8 +6,10 @@ against the library on the same input. The models, server and `Workshop` helper 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from glassformer.inspect.interventions import head_patch_hook, head_scale_hook
+from glassformer.inspect.logit_lens import logit_lens, unembed
 from glassformer.nn.kv_cache import KVCache
 from tests.test_workshop_page import BROWSER_400, TEXT, Workshop, models, server  # noqa: F401 (fixtures)
 
@@ -105,3 +107,42 @@ def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(workshop, m
     assert "the same token count" in page.locator("#message").inner_text()
     workshop.shot("patch", full_page=False)
     workshop.close(allowed_errors=(BROWSER_400,))
+
+
+def shown_rows(workshop: Workshop, side: int) -> list[tuple[str, int, float]]:
+    rows = workshop.page.locator(f'.cmp-side[data-side="{side}"] .cmp-row')
+    read = "rs => rs.map(r => [r.dataset.layer, Number(r.dataset.rank), Number(r.dataset.entropy)])"
+    return rows.evaluate_all(read)
+
+
+def expected_rows(lm, text: str) -> list[tuple[str, int, float]]:
+    """Each layer's name, the final choice's rank there, and the entropy (nats) of the
+    layer's stream read through the model's head, computed here from the trace."""
+    final = int(lm.logits(text)[0, -1].argmax())
+    lens = logit_lens(lm, text, target=final)
+    trace = lm.trace(text, lens.layers)
+    out = []
+    for layer, name in enumerate(lens.layers):
+        p = torch.softmax(unembed(lm.net, trace[name]).float()[0, -1], -1)
+        out.append((name, int(lens.target_ranks[layer, -1]), float(-(p * p.log()).sum())))
+    return out
+
+
+def test_compare_shows_two_models_lens_layer_by_layer(workshop, models):  # noqa: F811
+    page = workshop.page
+    workshop.open(model="tiny", text=TEXT, level="intermediate", compare="seq2seq")
+    page.wait_for_selector('#compare[data-state="ready"]', state="attached")
+    assert page.locator("#compare .cmp-side h3").all_inner_texts() == ["tiny", "seq2seq"]
+    for side, name in enumerate(("tiny", "seq2seq")):
+        shown, expected = shown_rows(workshop, side), expected_rows(models[name], TEXT)
+        assert [(layer, rank) for layer, rank, _ in shown] == [(layer, rank) for layer, rank, _ in expected]
+        assert [e for *_, e in shown] == pytest.approx([e for *_, e in expected], abs=1e-4)
+    assert page.locator("#compare .cmp-line").count() == 4  # two charts, a line per model
+    # the model beside itself: what an intervention changed
+    page.select_option("#compare .cmp-model", "tiny")
+    second = '#compare[data-state="ready"] .cmp-side[data-model="tiny"][data-side="1"]'
+    page.wait_for_selector(second, state="attached")
+    assert workshop.query()["compare"] == "tiny"
+    page.locator("#compare-panel").scroll_into_view_if_needed()
+    workshop.shot("compare", full_page=False)
+    workshop.close()

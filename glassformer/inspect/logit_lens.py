@@ -28,7 +28,6 @@ the decoder's layers.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -54,7 +53,7 @@ class LogitLens:
     target_token: str | None = None
     target_ranks: torch.Tensor | None = None  # layers t (long)
     target_probs: torch.Tensor | None = None  # layers t
-    entropy: torch.Tensor | None = None  # layers t: H(lens_l) = -sum_v p log2 p, in bits
+    entropy: torch.Tensor | None = None  # layers t: H(lens_l) = -sum_v p ln p, in nats
 
     def top(self, layer: int, position: int = -1) -> list[tuple[str, float]]:
         """The top-k (token, probability) of one layer at one position (default: the last)."""
@@ -112,7 +111,7 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
         for name in names:
             logits = unembed(net, streams[name]).float()[0]  # t v
             p = logits.softmax(-1)
-            entropy.append(-(p * logits.log_softmax(-1)).sum(-1) / math.log(2))  # t, bits
+            entropy.append(-(p * logits.log_softmax(-1)).sum(-1))  # t, nats
             values, indices = p.topk(k, dim=-1)  # t k
             top_ids.append(indices)
             top_probs.append(values)

@@ -3,7 +3,7 @@
 `lens(lm, text)` reads every layer's stream at the last position through the model's own
 final norm and head (`glassformer.inspect.logit_lens`), and follows the model's final top
 token down the layers: its rank and probability at each one, and the entropy of each
-layer's distribution (bits). Same inputs as the walk (the decoder text of an
+layer's distribution (nats, as the prediction panel's). Same inputs as the walk (the decoder text of an
 encoder-decoder, generated tokens, the heads' interventions). The compare view asks it of
 two models.
 

@@ -17,7 +17,7 @@ export function renderLens(node, lens, level) {
     el("th", { scope: "row" }, advanced ? row.layer : layerName(row.layer)),
     el("td", {}, row.top.map((t) => el("span", { class: "lens-token", dataset: { id: t.id }, title: `id ${t.id}` }, `${quoted(t.text)} ${percent(t.p, 0)}`))),
     el("td", { class: row.rank === 1 ? "lens-rank lens-first" : "lens-rank" }, `#${row.rank}${advanced ? ` (${percent(row.p, 1)})` : ""}`),
-    el("td", { class: "lens-entropy", title: "entropy of this layer's distribution: 0 bits = certain" }, `${number(row.entropy, 2)} bits`),
+    el("td", { class: "lens-entropy", title: "entropy of this layer's distribution: 0 nats = certain" }, `${number(row.entropy, 2)} nats`),
   ));
   node.replaceChildren(
     el("p", { class: "hint" }, `Read each layer's stream with the model's own head: what would it predict after the last token? The last column follows the final choice ${quoted(lens.token.text)}: its rank at each layer.`),

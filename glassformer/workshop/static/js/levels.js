@@ -1,11 +1,12 @@
 // What each step says at each level, by step kind (stages.js `parseStage(id).kind`):
 //   beginner      a plain sentence (EXPLAIN)
-//   intermediate  the equation with this input's numbers in it (equation)
+//   intermediate  the equation with this input's numbers in it (equation, typeset by KaTeX)
 //   advanced      + the code that computes it (CODE)
 // A context `ctx` carries what the sentences need: {stage, value, arch, cross, sizes},
 // sizes being the shape letters read off the value (t, s, h, g, e, d, f, v).
 
 import { number } from "./format.js";
+import { texHtml } from "./tex.js";
 
 export const CODE = {
   tokens: ["glassformer/inputs.py", "ModelInputs.ids"],
@@ -141,118 +142,208 @@ export function explain(kind, ctx) {
 }
 
 // intermediate: the equation with this input's numbers ----------------------------------
-const sub = (base, index) => `<i>${base}</i><sub>${index}</sub>`;
-const num = (value) => `<span class="num">${number(value)}</span>`;
-const range = (value) => (value ? ` <span class="range">values from ${num(value.min)} to ${num(value.max)}</span>` : "");
+// Each equation is LaTeX typeset by KaTeX (tex.js), followed by a line of prose: what the
+// symbols stand for here and the range of this input's values. A number read from this
+// input or this model is wrapped in \htmlClass{num}{...}.
 
-function normEquation(arch, x = "x") {
-  return arch.norm === "rmsnorm"
-    ? `RMSNorm(<i>${x}</i>) = <i>${x}</i> / √(mean(<i>${x}</i>²) + ε) ⊙ <i>g</i>`
-    : `LayerNorm(<i>${x}</i>) = (<i>${x}</i> − μ) / √(σ² + ε) ⊙ γ + β`;
+/** A number as TeX, with the digits `number` prints: −1.2e−5 -> -1.2 \times 10^{-5}. */
+export function texNumber(value, digits = 4) {
+  const shown = number(value, digits).replace(/\u2212/g, "-");
+  if (shown === "\u221e" || shown === "-\u221e") return shown.replace("\u221e", "\\infty");
+  const [mantissa, exponent] = shown.split("e");
+  return exponent === undefined ? mantissa : `${mantissa} \\times 10^{${Number(exponent)}}`;
 }
 
+const num = (value) => `\\htmlClass{num}{${texNumber(value)}}`;
+const prose = (html) => (html ? ` <span class="eq-note">${html}</span>` : "");
+const range = (value, what = "values") =>
+  value ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
+const htmlNum = (value) => `<span class="num">${number(value)}</span>`;
+const real = (rows, cols) => `\\mathbb{R}^{${rows} \\times ${cols}}`;
+const W = (name) => `W_{\\mathrm{${name}}}`;
+
+/** An equation: the typeset LaTeX, its prose, the range of this step's values. */
+function eq(latex, note = "", value = null, what = "values") {
+  return texHtml(latex) + prose(note) + range(value, what);
+}
+
+const NORM_NAME = { rmsnorm: "RMSNorm", layernorm: "LayerNorm" };
+const normName = (arch) => NORM_NAME[arch.norm] ?? arch.norm;
+
+/** The norm applied to x, over its d features (LayerNorm: biased variance, as torch). */
+function normEquation(arch) {
+  const mean = (term) => `\\tfrac{1}{${num(arch.d_model)}} \\sum_{j} ${term}`;
+  return arch.norm === "rmsnorm"
+    ? "\\hat{x} = \\mathrm{RMSNorm}(x) = \\dfrac{x}{\\mathrm{RMS}(x)} \\odot \\gamma," +
+        ` \\quad \\mathrm{RMS}(x) = \\sqrt{${mean("x_j^2")} + \\varepsilon}`
+    : "\\hat{x} = \\mathrm{LayerNorm}(x) = \\dfrac{x - \\mu}{\\sqrt{\\sigma^2 + \\varepsilon}} \\odot \\gamma + \\beta," +
+        ` \\quad \\mu = ${mean("x_j")}, \\quad \\sigma^2 = ${mean("(x_j - \\mu)^2")}`;
+}
+
+function normStep(arch, value) {
+  return arch.placement === "pre"
+    ? eq(normEquation(arch), "", value)
+    : eq("\\hat{x} = x", "post-norm: the norm comes after the residual add", value);
+}
+
+const GELU_TANH = "\\mathrm{GELU}(z) \\approx \\tfrac{1}{2} z \\bigl(1 + \\tanh\\bigl(\\sqrt{2/\\pi}\\,(z + 0.044715\\, z^3)\\bigr)\\bigr)";
 const ACTIVATIONS = {
-  relu: "ReLU(<i>z</i>) = max(0, <i>z</i>)",
-  gelu: "GELU(<i>z</i>) = <i>z</i> Φ(<i>z</i>)",
-  gelu_tanh: "GELU(<i>z</i>) ≈ ½<i>z</i>(1 + tanh(√(2/π)(<i>z</i> + 0.044715<i>z</i>³)))",
-  silu: "SiLU(<i>z</i>) = <i>z</i> σ(<i>z</i>)",
-  swiglu: "SiLU(<i>z</i>) = <i>z</i> σ(<i>z</i>)",
-  geglu: "GELU(<i>z</i>) = <i>z</i> Φ(<i>z</i>)",
+  relu: ["ReLU", "\\mathrm{ReLU}(z) = \\max(0, z)"],
+  gelu: ["GELU", "\\mathrm{GELU}(z) = z\\, \\Phi(z)"],
+  gelu_tanh: ["GELU", GELU_TANH],
+  silu: ["SiLU", "\\mathrm{SiLU}(z) = z\\, \\sigma(z)"],
+  swiglu: ["SiLU", "\\mathrm{SiLU}(z) = z\\, \\sigma(z)"],
+  geglu: ["GELU", "\\mathrm{GELU}(z) = z\\, \\Phi(z)"],
+  geglu_tanh: ["GELU", GELU_TANH],
 };
-const GATE_FN = { swiglu: "SiLU", geglu: "GELU" };
+const activationName = (name) => ACTIVATIONS[name]?.[0] ?? `\\mathrm{${name.replace(/_/g, "\\_")}}`;
 
-const EQUATION = {
-  tokens: ({ sizes, arch }) =>
-    `ids = tokenize(text): <i>t</i> = ${num(sizes.t)} ids, each in 0 … ${num(arch.vocab_size - 1)}`,
-  "embed.tokens": ({ arch, value }) =>
-    `<i>x</i><sub>i</sub> = <i>E</i>[id<sub>i</sub>], &nbsp;<i>E</i> ∈ ℝ<sup>${arch.vocab_size}×${arch.d_model}</sup>` +
-    range(value),
-  "embed.positions": ({ arch, value }) =>
-    (arch.positions === "sinusoidal"
-      ? `<i>P</i>[pos, 2i] = sin(pos / 10000<sup>2i/${arch.d_model}</sup>), &nbsp;<i>P</i>[pos, 2i+1] = cos(…)`
-      : `<i>P</i>[pos] is learned, &nbsp;<i>P</i> ∈ ℝ<sup>max_seq_len×${arch.d_model}</sup>`) + range(value),
-  "embed.out": ({ arch, value }) =>
-    (arch.positions === "learned" || arch.positions === "sinusoidal"
-      ? "<i>x</i> = <i>E</i>[ids] + <i>P</i>[0 … <i>t</i>−1]"
-      : `<i>x</i> = <i>E</i>[ids] &nbsp;(${arch.positions_text})`) + range(value),
-  "attn.in": ({ arch, value }) =>
-    (arch.placement === "pre" ? `<i>x̂</i> = ${normEquation(arch)}` : "<i>x̂</i> = <i>x</i> (post-norm: the norm comes after the residual add)") +
-    range(value),
-  "attn.q": ({ arch, value, cross }) => {
-    const a = arch.attention;
-    const rope = arch.positions === "rope" && !cross ? ", then each pair of features rotated by the position (RoPE)" : "";
-    return `<i>Q</i> = <i>x̂</i> ${sub("W", "Q")}, &nbsp;${sub("W", "Q")} ∈ ℝ<sup>${arch.d_model}×(${a.heads}·${a.d_head})</sup>: ${a.heads} heads of ${a.d_head}${rope}` + range(value);
-  },
-  "attn.k": ({ arch, value, cross }) => keyValue("K", arch, value, cross),
-  "attn.v": ({ arch, value, cross }) => keyValue("V", arch, value, cross),
-  "attn.scores": ({ arch, value, cross }) => {
-    const e = arch.attention.d_head;
-    const bias = !cross && (arch.positions === "alibi" || arch.positions === "t5_relative") ? " + <i>B</i>" : "";
-    // The multiplier is 1/√d_head unless the config says otherwise (T5: 1, no scaling).
-    const scale = arch.attention.scale ?? 1 / Math.sqrt(e);
-    const qk = "<i>Q K</i><sup>T</sup>";
-    const scaled = Math.abs(scale * Math.sqrt(e) - 1) < 1e-6
-      ? `${qk} / √${e}${bias} = ${qk} / ${num(Math.sqrt(e))}${bias}`
-      : scale === 1 ? `${qk}${bias} &nbsp;(not scaled: attn_scale = 1)` : `${qk} × ${num(scale)}${bias}`;
-    return `<i>S</i> = ${scaled}` +
-      (value ? ` <span class="range">scores from ${num(value.min)} to ${num(value.max)}</span>` : "");
-  },
-  "attn.mask": ({ stage }) =>
-    stage.title.startsWith("causal")
-      ? "<i>S</i><sub>ij</sub> = −∞ where <i>j</i> &gt; <i>i</i> &nbsp;(a key after its query)"
-      : "no key is hidden: one unpadded input needs no mask",
-  "attn.pattern": ({ sizes, value }) =>
-    `<i>A</i> = softmax(<i>S</i>) along each row: ${num(sizes.h)} heads × ${num(sizes.t)} rows, each summing to 1` +
-    (value ? ` <span class="range">weights from ${num(value.min)} to ${num(value.max)}</span>` : ""),
-  "attn.z": ({ arch, value }) => {
-    const a = arch.attention;
-    const shared = a.kind === "MHA" ? "" : `; query head <i>i</i> reads value head ⌊<i>i</i> / ${a.heads / a.kv_heads}⌋`;
-    return `<i>Z</i> = <i>A V</i> in each of the ${a.heads} heads${shared}` + range(value);
-  },
-  "attn.out": ({ arch, value }) =>
-    `out = concat(<i>Z</i><sub>1</sub> … <i>Z</i><sub>${arch.attention.heads}</sub>) ${sub("W", "O")}, &nbsp;${sub("W", "O")} ∈ ℝ<sup>${arch.attention.heads * arch.attention.d_head}×${arch.d_model}</sup>` +
-    range(value),
-  resid_mid: ({ arch, value }) => residual(arch, "attention(x)", value),
-  resid_cross: ({ arch, value }) => residual(arch, "cross-attention(x, encoder output)", value),
-  "ffn.in": ({ arch, value }) =>
-    (arch.placement === "pre" ? `<i>x̂</i> = ${normEquation(arch)}` : "<i>x̂</i> = <i>x</i>") + range(value),
-  "ffn.hidden": ({ arch, value }) =>
-    (arch.ffn.gated
-      ? `<i>z</i> = <i>x̂</i> ${sub("W", "gate")}, &nbsp;${sub("W", "gate")} ∈ ℝ<sup>${arch.d_model}×${arch.ffn.d_ff}</sup>`
-      : `<i>z</i> = <i>x̂</i> ${sub("W", "up")} + <i>b</i>, &nbsp;${sub("W", "up")} ∈ ℝ<sup>${arch.d_model}×${arch.ffn.d_ff}</sup>`) +
-    range(value),
-  "ffn.act": ({ arch, value }) =>
-    (arch.ffn.gated
-      ? `<i>a</i> = ${GATE_FN[arch.ffn.activation] ?? arch.ffn.activation}(<i>z</i>) ⊙ (<i>x̂</i> ${sub("W", "up")}), &nbsp;${ACTIVATIONS[arch.ffn.activation] ?? ""}`
-      : `<i>a</i> = ${ACTIVATIONS[arch.ffn.activation] ?? `${arch.ffn.activation}(<i>z</i>)`}`) + range(value),
-  "ffn.out": ({ arch, value }) =>
-    `<i>y</i> = <i>a</i> ${sub("W", "down")}, &nbsp;${sub("W", "down")} ∈ ℝ<sup>${arch.ffn.d_ff}×${arch.d_model}</sup>` + range(value),
-  resid_post: ({ arch, value }) => residual(arch, "FFN(x)", value),
-  final_norm: ({ arch, value }) => `<i>x̂</i> = ${normEquation(arch)}` + range(value),
-  logits: ({ arch, value }) =>
-    arch.family === "encoder"
-      ? `logits = ${arch.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm"}(act(<i>x̂</i> ${sub("W", "dense")})) ${sub("W", "vocab")}, &nbsp;${sub("W", "vocab")} ∈ ℝ<sup>${arch.d_model}×${arch.vocab_size}</sup>: the masked-LM head` + range(value)
-      : `logits = <i>x̂</i> ${sub("W", "U")}, &nbsp;${sub("W", "U")} ∈ ℝ<sup>${arch.d_model}×${arch.vocab_size}</sup>: one score per vocabulary entry` +
-    range(value),
-};
+/** Self-attention reads the normed stream; cross-attention's keys and values the encoder. */
+const rotated = (arch, cross, latex) => (arch.positions === "rope" && !cross ? `\\mathrm{RoPE}(${latex})` : latex);
 
-function keyValue(letter, arch, value, cross) {
+function projection(letter, arch, cross) {
   const a = arch.attention;
-  const source = cross ? "<i>enc</i>" : "<i>x̂</i>";
+  const heads = letter === "Q" ? a.heads : a.kv_heads;
+  const source = cross && letter !== "Q" ? "\\mathrm{enc}" : "\\hat{x}";
+  const product = `${source}\\, W_{${letter}}`;
+  const made = letter === "V" ? product : rotated(arch, cross, product);
+  return `${letter} = ${made}, \\quad W_{${letter}} \\in ${real(num(arch.d_model), `(${num(heads)} \\cdot ${num(a.d_head)})`)}`;
+}
+
+function keyValueNote(letter, arch, cross) {
+  const a = arch.attention;
   const shared = a.kind === "MHA"
     ? `${a.kv_heads} heads of ${a.d_head}`
     : `${a.kind}: ${a.kv_heads} key/value head${a.kv_heads === 1 ? "" : "s"} shared by ${a.heads} query heads (${a.heads / a.kv_heads} each)`;
   const rope = letter === "K" && arch.positions === "rope" && !cross ? ", rotated by position (RoPE)" : "";
-  return `<i>${letter}</i> = ${source} ${sub("W", letter)}, &nbsp;${sub("W", letter)} ∈ ℝ<sup>${arch.d_model}×(${a.kv_heads}·${a.d_head})</sup>: ${shared}${rope}` +
-    range(value);
+  return `${cross ? "from the encoder's output: " : ""}${shared}${rope}`;
 }
 
-function residual(arch, what, value) {
-  const update = arch.placement === "pre"
-    ? `<i>x</i> ← <i>x</i> + ${what}`
-    : `<i>x</i> ← ${arch.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm"}(<i>x</i> + ${what})`;
-  return update + range(value);
+function scores({ arch, value, cross }) {
+  const e = arch.attention.d_head;
+  const biased = !cross && (arch.positions === "alibi" || arch.positions === "t5_relative");
+  const bias = biased ? " + B" : "";
+  const qk = "Q K^{\\top}";
+  // The multiplier is 1/√d_head unless the config says otherwise (T5: 1, no scaling).
+  const scale = arch.attention.scale ?? 1 / Math.sqrt(e);
+  let latex, note;
+  if (Math.abs(scale * Math.sqrt(e) - 1) < 1e-6) {
+    latex = `S = \\dfrac{${qk}}{\\sqrt{d_{\\mathrm{head}}}}${bias} = \\dfrac{${qk}}{\\sqrt{${num(e)}}}${bias} = \\dfrac{${qk}}{${num(Math.sqrt(e))}}${bias}`;
+    // Vaswani et al. (2017): dot products of d_head terms grow like √d_head.
+    note = `divided by √${e} so that the spread of the scores does not grow with d<sub>head</sub>`;
+  } else if (scale === 1) {
+    latex = `S = ${qk}${bias}`;
+    note = "not scaled: attn_scale = 1";
+  } else {
+    latex = `S = ${num(scale)}\\, ${qk}${bias}`;
+    note = `scaled by attn_scale = ${htmlNum(scale)}`;
+  }
+  if (biased) note += `; B: ${arch.positions_text}`;
+  return eq(latex, note, value, "scores");
 }
+
+function mask({ stage }) {
+  const window = Number(stage.title.match(/sliding window of (\d+)/)?.[1] ?? NaN);
+  const causal = stage.title.startsWith("causal");
+  const hidden = [causal ? "j > i" : null, window ? `j \\le i - ${num(window)}` : null].filter(Boolean);
+  if (!hidden.length) return eq("S_{ij} \\text{ unchanged}", "no key is hidden");
+  const why = [causal ? "a key after its query" : null, window ? `a key ${window} or more places before its query` : null];
+  return eq(
+    `S_{ij} \\gets -\\infty \\quad \\text{where } ${hidden.join(" \\text{ or } ")}`,
+    why.filter(Boolean).join("; "),
+  );
+}
+
+function residual(arch, added, value) {
+  return arch.placement === "pre"
+    ? eq(`x \\gets x + ${added}`, "", value)
+    : eq(`x \\gets \\mathrm{${normName(arch)}}(x + ${added})`, "", value);
+}
+
+const EQUATION = {
+  tokens: ({ sizes, arch }) =>
+    eq(`\\mathrm{ids} = \\mathrm{tokenize}(\\text{text}), \\quad t = ${num(sizes.t)}, \\quad 0 \\le \\mathrm{id}_i \\le ${num(arch.vocab_size - 1)}`),
+  "embed.tokens": ({ arch, value }) =>
+    eq(`x_i = E[\\mathrm{id}_i], \\quad E \\in ${real(num(arch.vocab_size), num(arch.d_model))}`, "", value),
+  "embed.positions": ({ arch, value }) =>
+    arch.positions === "sinusoidal"
+      ? eq(
+          `P_{p,\\,2k} = \\sin\\bigl(p / 10000^{2k/${num(arch.d_model)}}\\bigr), \\quad P_{p,\\,2k+1} = \\cos\\bigl(p / 10000^{2k/${num(arch.d_model)}}\\bigr)`,
+          "p: the position",
+          value,
+        )
+      : eq(`P[p] \\text{ learned}, \\quad P \\in ${real("\\mathit{max\\_seq\\_len}", num(arch.d_model))}`, "p: the position", value),
+  "embed.out": ({ arch, value, sizes }) =>
+    arch.positions === "learned" || arch.positions === "sinusoidal"
+      ? eq(`x = E[\\mathrm{ids}] + P[0, \\dots, ${sizes.t ? num(sizes.t - 1) : "t - 1"}]`, "", value)
+      : eq("x = E[\\mathrm{ids}]", arch.positions_text, value),
+  "attn.in": ({ arch, value }) => normStep(arch, value),
+  "attn.q": ({ arch, value, cross }) => {
+    const a = arch.attention;
+    const rope = arch.positions === "rope" && !cross ? ", then each pair of features rotated by the position (RoPE)" : "";
+    return eq(projection("Q", arch, cross), `${a.heads} heads of ${a.d_head}${rope}`, value);
+  },
+  "attn.k": ({ arch, value, cross }) => eq(projection("K", arch, cross), keyValueNote("K", arch, cross), value),
+  "attn.v": ({ arch, value, cross }) => eq(projection("V", arch, cross), keyValueNote("V", arch, cross), value),
+  "attn.scores": scores,
+  "attn.mask": mask,
+  "attn.pattern": ({ sizes, value }) =>
+    eq(
+      "A_{ij} = \\operatorname{softmax}_j(S_{ij}) = \\dfrac{e^{S_{ij}}}{\\sum_{k} e^{S_{ik}}}",
+      `${htmlNum(sizes.h)} heads × ${htmlNum(sizes.t)} rows, each summing to 1`,
+      value,
+      "weights",
+    ),
+  "attn.z": ({ arch, value }) => {
+    const a = arch.attention;
+    const group = a.heads / a.kv_heads;
+    const v = a.kind === "MHA" ? "V_h" : `V_{\\lfloor h / ${num(group)} \\rfloor}`;
+    const shared = a.kind === "MHA" ? "" : `; ${group} query heads share each value head`;
+    return eq(`Z_h = A_h\\, ${v}, \\quad h = 0, \\dots, ${num(a.heads - 1)}`, `in each of the ${a.heads} heads${shared}`, value);
+  },
+  "attn.out": ({ arch, value }) => {
+    const a = arch.attention;
+    return eq(
+      `\\mathrm{out} = \\operatorname{concat}(Z_0, \\dots, Z_{${num(a.heads - 1)}})\\, W_O, \\quad W_O \\in ${real(`(${num(a.heads)} \\cdot ${num(a.d_head)})`, num(arch.d_model))}`,
+      "",
+      value,
+    );
+  },
+  resid_mid: ({ arch, value }) => residual(arch, "\\mathrm{out}", value),
+  resid_cross: ({ arch, value }) => residual(arch, "\\mathrm{out}_{\\mathrm{cross}}", value),
+  "ffn.in": ({ arch, value }) => normStep(arch, value),
+  "ffn.hidden": ({ arch, value }) =>
+    arch.ffn.gated
+      ? eq(`z = \\hat{x}\\, ${W("gate")}, \\quad ${W("gate")} \\in ${real(num(arch.d_model), num(arch.ffn.d_ff))}`, "", value)
+      : eq(`z = \\hat{x}\\, ${W("up")} + b_{\\mathrm{up}}, \\quad ${W("up")} \\in ${real(num(arch.d_model), num(arch.ffn.d_ff))}`, "", value),
+  "ffn.act": ({ arch, value }) => {
+    const [name, definition] = ACTIVATIONS[arch.ffn.activation] ?? [activationName(arch.ffn.activation), ""];
+    const latex = arch.ffn.gated
+      ? `a = \\mathrm{${name}}(z) \\odot (\\hat{x}\\, ${W("up")})`
+      : `a = \\mathrm{${name}}(z)`;
+    return eq(definition ? `${latex}, \\quad ${definition}` : latex, "", value);
+  },
+  "ffn.out": ({ arch, value }) => {
+    // gated: the whole layer, (act(x̂ W_gate) ⊙ x̂ W_up) W_down (Shazeer, 2020)
+    const whole = arch.ffn.gated
+      ? ` = \\bigl(\\mathrm{${activationName(arch.ffn.activation)}}(\\hat{x}\\, ${W("gate")}) \\odot \\hat{x}\\, ${W("up")}\\bigr)\\, ${W("down")}`
+      : " + b_{\\mathrm{down}}";
+    return eq(`y = a\\, ${W("down")}${whole}, \\quad ${W("down")} \\in ${real(num(arch.ffn.d_ff), num(arch.d_model))}`, "", value);
+  },
+  resid_post: ({ arch, value }) => residual(arch, "y", value),
+  final_norm: ({ arch, value }) => eq(normEquation(arch), "", value),
+  logits: ({ arch, value }) => {
+    const x = arch.placement === "pre" ? "\\hat{x}" : "x"; // post-norm: no final norm
+    const vocab = real(num(arch.d_model), num(arch.vocab_size));
+    return arch.family === "encoder"
+      ? eq(
+          `\\mathrm{logits} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${activationName(arch.ffn.activation)}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${W("vocab")} + b_{\\mathrm{vocab}}, \\quad ${W("vocab")} \\in ${vocab}`,
+          "the masked-LM head",
+          value,
+        )
+      : eq(`\\mathrm{logits} = ${x}\\, W_U, \\quad W_U \\in ${vocab}`, "one score per vocabulary entry", value);
+  },
+};
 
 /** The step's equation as HTML, or "" for a kind with none. */
 export function equation(kind, ctx) {

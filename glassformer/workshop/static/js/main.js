@@ -15,6 +15,7 @@ import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
 import { renderLens } from "./lens.js";
+import { renderCompare } from "./compare.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -29,6 +30,7 @@ const panels = {
   generate: $("generate"),
   interventions: $("interventions"),
   lens: $("lens"),
+  compare: $("compare"),
 };
 const message = $("message");
 const status = $("status");
@@ -109,7 +111,7 @@ function drawWalk() {
   if (reveal) {
     reveal.apply(panels.walk);
     // the answer (and generating one) waits for the last step
-    for (const id of ["prediction-panel", "generate-panel", "lens-panel"]) $(id).hidden = !reveal.done();
+    for (const id of ["prediction-panel", "generate-panel", "lens-panel", "compare-panel"]) $(id).hidden = !reveal.done();
   }
 }
 
@@ -140,7 +142,10 @@ function drawAll() {
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
-  if (walk.lens) renderLens(panels.lens, walk.lens, settings.level);
+  if (walk.lens) {
+    renderLens(panels.lens, walk.lens, settings.level);
+    drawCompare(latestRequest);
+  }
   renderInterventions(panels.interventions, walk.payload, settings, ({ interventions, patch_text }) => {
     settings.interventions = interventions;
     settings.patch_text = interventions.some((a) => a.mode === "patch") ? patch_text : "";
@@ -164,6 +169,47 @@ async function drawLens(ticket) {
     walk.lens = lens;
     renderLens(panels.lens, lens, settings.level);
     panels.lens.dataset.state = "ready";
+  } catch (error) {
+    if (ticket === latestRequest) showMessage(error.message);
+    return;
+  }
+  drawCompare(ticket);
+}
+
+/** The models the lens can read (those with a head over the vocabulary). */
+function lensModels() {
+  return models.filter((m) => m.stages.some((s) => s.id === "logits")).map((m) => m.name);
+}
+
+/** The compare view: this walk's lens beside the lens of `settings.compare` on the same text. */
+async function drawCompare(ticket) {
+  const other = settings.compare;
+  const options = {
+    models: lensModels(),
+    other,
+    level: settings.level,
+    onPick: (name) => {
+      settings.compare = name;
+      writeSettings(settings);
+      drawCompare(latestRequest);
+    },
+  };
+  renderCompare(panels.compare, { ...options, sides: walk.compared?.other === other ? walk.compared.sides : null });
+  if (!other || !walk.lens || walk.compared?.other === other) return;
+  const family = models.find((m) => m.name === other)?.architecture.family;
+  const input = { model: other, text: walk.text };
+  if (family === "encoder_decoder" && walk.decoderText) input.decoder_text = walk.decoderText;
+  if (other === walk.model && walk.input.generated) input.generated = walk.input.generated;
+  try {
+    const lens = await fetchLens(input);
+    if (ticket !== latestRequest || settings.compare !== other) return;
+    const changed = Boolean(walk.input.interventions);
+    const sides = [
+      { name: walk.model, label: changed ? `${walk.model} (with the interventions)` : walk.model, lens: walk.lens },
+      { name: other, label: other === walk.model ? `${other} (as trained)` : other, lens },
+    ];
+    walk.compared = { other, sides };
+    renderCompare(panels.compare, { ...options, sides });
   } catch (error) {
     if (ticket === latestRequest) showMessage(error.message);
   }

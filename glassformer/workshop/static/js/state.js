@@ -23,6 +23,7 @@ export const DEFAULTS = Object.freeze({
   // in the URL as intervene=1.2.zero,0.3.scale*0.5,1.0.patch
   interventions: [],
   patch_text: "", // the second prompt a patched head's output comes from
+  compare: "", // the model the compare view runs beside this one
 });
 
 const INTERVENTION = /^(\d+)\.(\d+)\.(zero|mean|patch|scale)(?:\*(-?[0-9.]+(?:e[+-]?\d+)?))?$/;
@@ -57,7 +58,7 @@ export function parseNumber(text, integer = false) {
 export function readSettings(search) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
-  for (const key of ["model", "text", "decoder_text", "stage", "patch_text"]) {
+  for (const key of ["model", "text", "decoder_text", "stage", "patch_text", "compare"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
@@ -74,7 +75,7 @@ export function readSettings(search) {
 /** The query string of ``settings`` (empty values left out). */
 export function queryString(settings) {
   const params = new URLSearchParams();
-  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "patch_text"]) {
+  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "patch_text", "compare"]) {
     const value = settings[key];
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));
