@@ -123,7 +123,8 @@ def expected_rows(lm, text: str) -> list[tuple[str, int, float]]:
     trace = lm.trace(text, lens.layers)
     out = []
     for layer, name in enumerate(lens.layers):
-        p = torch.softmax(unembed(lm.net, trace[name]).float()[0, -1], -1)
+        with torch.no_grad():
+            p = torch.softmax(unembed(lm.net, trace[name]).float()[0, -1], -1)
         out.append((name, int(lens.target_ranks[layer, -1]), float(-(p * p.log()).sum())))
     return out
 

@@ -3,13 +3,17 @@
 //   scores             h t s  the same, in a signed scale
 //   q, k, v, z         h t e  one head: tokens x features
 //   everything else    t d    tokens x the first 64 features
-// plus the per-token norms the walk payload already holds.
+// plus the per-token norms the walk payload already holds. Under the heatmap, a view of one
+// token (a row; click one): for q, scores and pattern the query · key sums of one query
+// (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js).
 
 import { leadingColumns, slice, unpack } from "./arrays.js";
 import { el } from "./dom.js";
+import { ffnNeuronsView, isFfnActivation } from "./ffn_neurons.js";
 import { number, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
 import { normBars } from "./norms.js";
+import { queryKeyBase, queryKeyView } from "./query_key.js";
 import { axisTokens } from "./stages.js";
 
 const FIRST_FEATURES = 64;
@@ -79,6 +83,34 @@ function normsView(stage, payload, head, level) {
   return normBars(values, tokens, `${words}${which}`);
 }
 
+/** The view of one row (token) under the heatmap, {element, show(head, row)}; null for
+ * steps that have none. ``onRow(row)`` is called when the view picks a row itself. */
+function rowView({ stage, payload, level, loadStage }, array, onRow) {
+  const base = queryKeyBase(stage.trace);
+  if (base) {
+    const view = queryKeyView({ base, stage, payload, level, loadStage, onQuery: onRow });
+    return { element: view.element, show: (head, row) => view.show(head, row) };
+  }
+  if (isFfnActivation(stage.trace)) {
+    const tokens = axisTokens(stage.id, "t", payload) ?? [];
+    const view = ffnNeuronsView({ array, tokens, level, onToken: onRow });
+    return { element: view.element, show: (head, row) => view.show(row) };
+  }
+  return null;
+}
+
+/** Rows of a heatmap made clickable, the picked one outlined: returns place(row). */
+function rowPicker(map, rows, onPick) {
+  const canvas = map.querySelector(".hm-canvas");
+  const cellHeight = parseFloat(canvas.style.height) / rows; // px
+  const mark = el("div", { class: "row-mark", style: { height: `${cellHeight}px` } });
+  canvas.parentElement.append(mark);
+  canvas.addEventListener("click", (event) => onPick(Math.min(rows - 1, Math.floor(event.offsetY / cellHeight))));
+  return (row) => {
+    mark.style.top = `${row * cellHeight}px`;
+  };
+}
+
 /**
  * The opened step. options: {stage, payload, level, head, onHead(head), loadStage(name) -> Promise}
  * The element is returned at once; the tensor is drawn when it arrives (data-ready set).
@@ -95,7 +127,8 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
   const perHead = letters.length === 3;
   const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
   const norms = el("div", { class: "detail-norms" });
-  root.append(el("p", { class: "detail-caption" }, caption(kind, level)), body, norms);
+  const below = el("div", { class: "detail-view" });
+  root.append(el("p", { class: "detail-caption" }, caption(kind, level)), body, below, norms);
 
   let current = perHead ? Math.min(head, (stage.value?.shape?.[0] ?? 1) - 1) : null;
   const drawNorms = () => norms.replaceChildren(normsView(stage, payload, current, level) ?? "");
@@ -106,6 +139,15 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
       const array = unpack(answer.value);
       const heads = perHead ? array.shape[0] : 0;
       const [rowAxis, colAxis] = axes(stage, payload, perHead ? letters.slice(1) : letters);
+      let row = null; // the token the view below reads (default: the last)
+      let place = null;
+      const pickRow = (r) => {
+        row = r;
+        place(row);
+        view.show(current, row);
+      };
+      const view = rowView({ stage, payload, level, loadStage }, array, pickRow);
+      if (view) below.replaceChildren(view.element);
       const draw = () => {
         const plane = perHead ? slice(array, current) : array; // rows cols
         const shown = colAxis.tokens ? plane : leadingColumns(plane, FIRST_FEATURES);
@@ -131,6 +173,11 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
           map,
           clipped ?? "",
         );
+        if (view) {
+          row ??= rows - 1;
+          place = rowPicker(map, rows, pickRow);
+          pickRow(row);
+        }
         root.dataset.head = current ?? "";
         root.dataset.ready = "1";
       };
