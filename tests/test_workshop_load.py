@@ -1,4 +1,6 @@
-"""A bounded load test on this machine only: 20 clients x 10 mixed requests at a tiny model.
+"""A bounded load test on this machine only: 20 clients x 10 mixed requests at a tiny model
+(models, walks, stages, a bad request, the lens with a patched and a scaled head, streamed
+generations, timeline walks).
 
 Every answer must be the one expected (200 for good requests, 400 with a message for the
 bad one mixed in), and the process's memory must come back to where it was after a warm-up
@@ -7,6 +9,7 @@ round (forward passes are serialized; nothing is kept per request).
 
 import gc
 import json
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -22,13 +25,18 @@ TIMEOUT_S = 30
 
 
 def request(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    """(status, JSON answer); a server-sent event stream answers {"events": [names]}."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
         url + path.lstrip("/"), data=data, headers={"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:
-            return answer.status, json.loads(answer.read())
+            text = answer.read()
+            if answer.headers["content-type"].startswith("text/event-stream"):
+                names = [line[7:] for line in text.decode().splitlines() if line.startswith("event: ")]
+                return answer.status, {"events": names}
+            return answer.status, json.loads(text)
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
 
@@ -37,7 +45,7 @@ def client_session(url: str, client: int) -> list[str]:
     """REQUESTS mixed requests; the problems found (empty when every answer is right)."""
     problems = []
     for i in range(REQUESTS):
-        kind = (client + i) % 5
+        kind = (client + i) % 8
         if kind == 0:
             status, answer = request(url, "/api/models")
             ok = status == 200 and answer["models"]
@@ -52,9 +60,25 @@ def client_session(url: str, client: int) -> list[str]:
             body = {"model": "tiny", "text": TEXT, "name": f"blocks.{i % 2}.attn.pattern"}
             status, answer = request(url, "/api/stage", body)
             ok = status == 200 and answer["value"]["dtype"] == "uint8"
-        else:
+        elif kind == 4:
             status, answer = request(url, "/api/walk", {"model": "tiny", "text": "a" * 100})
             ok = status == 400 and "max_seq_len" in answer["error"]
+        elif kind == 5:
+            changes = [
+                {"layer": 1, "head": 0, "mode": "patch"},
+                {"layer": 0, "head": 1, "mode": "scale", "factor": 2},
+            ]
+            body = {"model": "tiny", "text": TEXT, "interventions": changes, "patch_text": TEXT[::-1]}
+            status, answer = request(url, "/api/lens", body)
+            ok = status == 200 and len(answer["rows"]) == 3
+        elif kind == 6:
+            body = {"model": "tiny", "text": TEXT, "max_new_tokens": 4, "seed": i}
+            status, answer = request(url, "/api/generate", body)
+            ok = status == 200 and answer["events"] == ["token"] * 4 + ["done"]
+        else:
+            body = {"model": "tiny", "text": TEXT, "generated": [1, 2, i], "temperature": 0}
+            status, answer = request(url, "/api/walk", body)
+            ok = status == 200 and len(answer["tokens"]) == len(TEXT) + 3
         if not ok:
             problems.append(f"client {client} request {i} (kind {kind}): {status} {str(answer)[:120]}")
     return problems
@@ -71,10 +95,15 @@ def test_twenty_clients_ten_requests_each_no_errors_no_growth():
     with serving(app) as url, ThreadPoolExecutor(CLIENTS) as pool:
         assert not sum(pool.map(lambda c: client_session(url, c), range(CLIENTS)), [])  # warm-up
         gc.collect()
-        before = resident_mb()
+        before, start = resident_mb(), time.perf_counter()
         problems = sum(pool.map(lambda c: client_session(url, c), range(CLIENTS)), [])
+        seconds = time.perf_counter() - start
         gc.collect()
         after = resident_mb()
+    print(  # the figures for a closing note: pytest -s tests/test_workshop_load.py
+        f"{CLIENTS} clients x {REQUESTS} requests in {seconds:.2f} s, {len(problems)} wrong; "
+        f"resident memory {before:.0f} MB -> {after:.0f} MB"
+    )
     assert not problems, "\n".join(problems[:10])
     assert after - before < 32, (
         f"resident memory grew {after - before:.0f} MB over {CLIENTS * REQUESTS} requests"
@@ -95,7 +124,6 @@ def test_malformed_bodies_are_400_not_500(body):
 
 def test_a_client_that_leaves_mid_stream_stops_its_generation():
     import http.client
-    import time
 
     lm = char_lm()
     forwards = []
@@ -119,3 +147,4 @@ def test_a_client_that_leaves_mid_stream_stops_its_generation():
         started = time.monotonic()
         status, _ = request(url, "/api/walk", {"model": "tiny", "text": TEXT})
         assert status == 200 and time.monotonic() - started < 5  # the model is free again
+    assert not lm.net.hook_points["blocks.0.attn.q"].fns  # the stream's own hooks came off

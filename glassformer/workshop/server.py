@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -143,8 +144,9 @@ def create_app(models: dict[str, Any]) -> Starlette:
                 try:
                     while (event := await on_model_thread(next, tokens, None)) is not None:
                         yield event  # a client gone: the response stops asking, so no next token
-                finally:
-                    await on_model_thread(tokens.close)  # its hooks come off the model now
+                finally:  # also when the client left: shielded, it waits for a step in flight
+                    with anyio.CancelScope(shield=True):
+                        await on_model_thread(tokens.close)  # its hooks come off the model now
 
         return StreamingResponse(
             events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}

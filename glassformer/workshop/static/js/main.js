@@ -106,7 +106,7 @@ function drawWalk() {
       drawWalk();
     },
     detailFor: (stage) =>
-      stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage }),
+      stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage, lens: walk.lens }),
   });
   if (reveal) {
     reveal.apply(panels.walk);
@@ -169,6 +169,7 @@ async function drawLens(ticket) {
     walk.lens = lens;
     renderLens(panels.lens, lens, settings.level);
     panels.lens.dataset.state = "ready";
+    if (settings.stage) drawWalk(); // an opened stream step shows the lens at its layer
   } catch (error) {
     if (ticket === latestRequest) showMessage(error.message);
     return;

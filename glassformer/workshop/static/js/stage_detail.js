@@ -10,7 +10,7 @@
 import { leadingColumns, slice, unpack } from "./arrays.js";
 import { el } from "./dom.js";
 import { ffnNeuronsView, isFfnActivation } from "./ffn_neurons.js";
-import { number, quoted, tokenText } from "./format.js";
+import { number, percent, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
 import { normBars } from "./norms.js";
 import { queryKeyBase, queryKeyView } from "./query_key.js";
@@ -115,7 +115,7 @@ function rowPicker(map, rows, onPick) {
  * The opened step. options: {stage, payload, level, head, onHead(head), loadStage(name) -> Promise}
  * The element is returned at once; the tensor is drawn when it arrives (data-ready set).
  */
-export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage }) {
+export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage, lens = null }) {
   const root = el("div", { class: "detail", dataset: { stage: stage.id } });
   if (!stage.trace) {
     root.append(el("p", { class: "detail-caption" }, "This step has no tensor of its own."));
@@ -129,6 +129,8 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
   const norms = el("div", { class: "detail-norms" });
   const below = el("div", { class: "detail-view" });
   root.append(el("p", { class: "detail-caption" }, caption(kind, level)), body, below, norms);
+  const lensRow = lens?.rows.find((r) => r.layer === stage.trace);
+  if (lensRow && level !== "beginner") root.append(lensHere(lensRow, lens.token));
 
   let current = perHead ? Math.min(head, (stage.value?.shape?.[0] ?? 1) - 1) : null;
   const drawNorms = () => norms.replaceChildren(normsView(stage, payload, current, level) ?? "");
@@ -219,3 +221,12 @@ function headButtons(array, kind, heads, current, letter, pick) {
   return el("div", { class: "heads", role: "group", "aria-label": "heads" }, buttons);
 }
 
+
+/** The logit lens at this step's stream: what it would predict after the last token. */
+function lensHere(row, final) {
+  const top = row.top.map((t) => `${quoted(t.text)} ${percent(t.p, 0)}`).join(", ");
+  return el("p", { class: "detail-lens", dataset: { rank: row.rank } },
+    el("strong", {}, "Logit lens here: "),
+    `read through the model's final norm and head, this stream would predict ${top} after the last token; `,
+    `the final choice ${quoted(final.text)} ranks #${row.rank} (entropy ${number(row.entropy, 3)} nats).`);
+}
