@@ -3,8 +3,11 @@
 The vendored files are package data and match the pinned version. In Chromium, at the
 intermediate level, every step's equation is typeset (no `.katex-error`), the numbers in
 it are the library's for the same input, and KaTeX's fonts come from the workshop's own
-server. Every branch of `levels.js` is typeset for the architectures of a set of configs,
-and a formula KaTeX cannot read shows as an error and reaches the console.
+server. Every branch of `equations.js` is typeset for the architectures of a set of
+configs, and a formula KaTeX cannot read shows as an error and reaches the console. Each
+equation is the model's own (`architecture.summary`): its bias terms only where the
+config has them, its ε, embedding scale and norm, RoPE base, sinusoid layout, sliding
+window and head, with the config's values in the typeset TeX.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import torch
 
+from glassformer.config import llama_style
+from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.server import create_app
-from tests.conftest import tiny
+from tests.conftest import tiny, tiny_model
 from tests.test_workshop_page import TEXT, Workshop, char_lm
 from tests.workshop_server import serving
 
@@ -67,11 +73,22 @@ def test_the_vendored_files_are_package_data():
 
 
 # the page ------------------------------------------------------------------------------
+LLAMA = dict(
+    positions="rope",
+    n_kv_heads=2,
+    norm="rmsnorm",
+    activation="swiglu",
+    qkv_bias=False,
+    out_bias=False,
+    ffn_bias=False,
+)
+
+
 @pytest.fixture(scope="module")
 def models():
     return {
-        "llama": char_lm(positions="rope", n_kv_heads=2, norm="rmsnorm", activation="swiglu"),
-        "classic": char_lm(positions="sinusoidal", norm_placement="post", activation="relu"),
+        "llama": char_lm(**LLAMA, norm_eps=1e-6, rope_base=500000.0),
+        "classic": char_lm(positions="sinusoidal", norm_placement="post", activation="relu", norm_eps=1e-12),
         "seq2seq": char_lm(family="encoder_decoder", positions="t5_relative", decoder_start_token_id=0),
     }
 
@@ -96,6 +113,19 @@ def workshop(browser, server, tmp_path):
 def equation_texts(workshop: Workshop, stage: str) -> list[str]:
     """The numbers KaTeX typeset in one step's equation (its `\\htmlClass{num}` parts)."""
     return workshop.texts(f'[data-stage="{stage}"] .step-eq .katex-html .num')
+
+
+def equation_tex(workshop: Workshop, stage: str) -> str:
+    """The TeX KaTeX typeset for one step (its MathML annotation holds the source)."""
+    return workshop.page.locator(f'[data-stage="{stage}"] .step-eq annotation').text_content()
+
+
+NUMBER = re.compile(r"\\htmlClass\{num\}\{((?:[^{}]|\{[^{}]*\})*)\}")
+
+
+def tex_numbers(tex: str) -> list[str]:
+    """The TeX of each number taken from the model or the input: \\htmlClass{num}{10^{-5}}."""
+    return NUMBER.findall(tex)
 
 
 def range_texts(workshop: Workshop, stage: str) -> list[str]:
@@ -129,8 +159,9 @@ def test_the_equations_show_the_librarys_numbers(workshop, models):
         str(config.d_head),
         shown(math.sqrt(config.d_head)),
     ]
-    # RMSNorm's mean is over d_model features; grouped-query heads read value head h // 2
-    assert equation_texts(workshop, "blocks.0.attn.in") == [str(config.d_model)]
+    # RMSNorm's mean is over d_model features, its ε the config's; grouped-query heads read
+    # value head h // 2
+    assert tex_numbers(equation_tex(workshop, "blocks.0.attn.in")) == [str(config.d_model), "10^{-6}"]
     groups = config.n_heads // config.n_kv_heads
     assert equation_texts(workshop, "blocks.0.attn.z") == [str(groups), str(config.n_heads - 1)]
     ids = lm.tokenizer.encode(TEXT)
@@ -140,6 +171,23 @@ def test_the_equations_show_the_librarys_numbers(workshop, models):
     for stage in ("blocks.0.attn.in", "blocks.0.attn.scores"):
         x = trace[stage]
         assert range_texts(workshop, stage) == [shown(float(x.min())), shown(float(x.max()))]
+    # the model's own constants, from the payload's architecture: no bias anywhere, its RoPE base
+    drawn = workshop.page.locator(".step-eq annotation").all_text_contents()
+    assert len(drawn) > 10 and not any("b_{" in tex for tex in drawn)
+    assert r"\theta_i = \htmlClass{num}{500000}^{-2i/\htmlClass{num}{8}}" in equation_tex(
+        workshop, "blocks.0.attn.q"
+    )
+    workshop.close()
+
+
+def test_a_post_norm_model_shows_its_biases_and_its_epsilon(workshop, models):
+    assert models["classic"].config.norm_eps == 1e-12
+    workshop.open(model="classic", text=TEXT, level="intermediate")
+    assert r"\hat{x}\, W_{Q} + b_{Q}" in equation_tex(workshop, "blocks.0.attn.q")
+    assert r"W_O + b_{O}" in equation_tex(workshop, "blocks.0.attn.out")
+    residual = equation_tex(workshop, "blocks.0.resid_post")
+    assert r"x \gets \mathrm{LayerNorm}(u), \quad u = x + y" in residual
+    assert tex_numbers(residual) == ["10^{-12}"]
     workshop.close()
 
 
@@ -159,15 +207,48 @@ def test_katex_fonts_load_from_the_workshop(workshop, tmp_path):
     workshop.close()  # no console errors, nothing asked of another origin
 
 
-# every branch of levels.js, for the architectures of several configs ---------------------
+# every branch of equations.js, for the architectures of several configs ------------------
 CONFIGS = {
     "gpt2": dict(),
-    "llama": dict(positions="rope", n_kv_heads=2, norm="rmsnorm", activation="swiglu"),
+    "llama": dict(**LLAMA, norm_eps=1e-6, rope_base=500000.0, tie_embeddings=False),
+    "qwen": dict(positions="rope", norm="rmsnorm", activation="swiglu", out_bias=False, ffn_bias=False),
+    "ntk": dict(positions="rope", rope_style="interleaved", rope_scaling="ntk", rope_scaling_factor=4.0),
+    "linear": dict(positions="rope", rope_scaling="linear", rope_scaling_factor=2.0),
     "mqa-window": dict(positions="alibi", n_kv_heads=1, activation="geglu_tanh", attn_window=4),
     "post-norm": dict(positions="sinusoidal", norm_placement="post", activation="relu", attn_scale=0.5),
-    "bert": dict(family="encoder", activation="gelu", attn_window=3),
-    "t5": dict(family="encoder_decoder", positions="t5_relative", norm="rmsnorm", activation="geglu"),
-    "silu": dict(positions="none", activation="silu"),
+    "bert": dict(
+        family="encoder",
+        norm_placement="post",
+        activation="gelu",
+        attn_window=3,
+        embed_norm=True,
+        type_vocab_size=2,
+        norm_eps=1e-12,
+    ),
+    "t5": dict(
+        family="encoder_decoder",
+        positions="t5_relative",
+        norm="rmsnorm",
+        activation="geglu",
+        qkv_bias=False,
+        out_bias=False,
+        ffn_bias=False,
+        attn_scale=1.0,
+        norm_eps=1e-6,
+        lm_head_input_scale=32**-0.5,
+    ),
+    "original": dict(
+        family="encoder_decoder",
+        positions="sinusoidal",
+        sinusoidal_style="halved",
+        embed_scale=True,
+        norm_placement="post",
+        activation="relu",
+        tie_embeddings=False,
+        lm_head_bias=True,
+        attn_window=2,
+    ),
+    "silu": dict(positions="none", activation="silu", lm_head_input_scale=0.5),
 }
 
 RENDER_ALL = """async ({arch, plan}) => {
@@ -188,6 +269,7 @@ RENDER_ALL = """async ({arch, plan}) => {
       typeset: box.querySelectorAll(".katex .katex-html").length,
       errors: box.querySelectorAll(".katex-error").length,
       text: box.innerText,
+      tex: [...box.querySelectorAll("annotation")].map((a) => a.textContent).join(" "),
     };
   }
   box.remove();
@@ -195,20 +277,223 @@ RENDER_ALL = """async ({arch, plan}) => {
 }"""
 
 
+def render(workshop: Workshop, config) -> dict[str, dict]:
+    """Every step's equation for ``config``, drawn from its summary alone: the stage titles
+    are blanked, so no equation can read a value from a title."""
+    plan = [{**stage, "title": ""} for stage in stages(config)]
+    return workshop.page.evaluate(RENDER_ALL, {"arch": summary(config), "plan": plan})
+
+
 def test_every_branch_of_the_equations_is_typeset(workshop):
     workshop.open(model="llama", text=TEXT, level="intermediate")
     for name, fields in CONFIGS.items():
         config = tiny(**fields)
-        drawn = workshop.page.evaluate(RENDER_ALL, {"arch": summary(config), "plan": stages(config)})
+        drawn = render(workshop, config)
         assert drawn.keys() == {s["id"] for s in stages(config)}
         bad = {stage: d for stage, d in drawn.items() if d["typeset"] != 1 or d["errors"]}
         assert bad == {}, f"{name}: {bad}"
-    # a sliding window hides the keys `window` or more places back; causal also the later ones
-    for name, hidden in [("mqa-window", "after its query; a key 4 or more"), ("bert", "a key 3 or more")]:
-        config = tiny(**CONFIGS[name])
-        drawn = workshop.page.evaluate(RENDER_ALL, {"arch": summary(config), "plan": stages(config)})
-        assert hidden in drawn["blocks.0.attn.mask"]["text"]
     workshop.close()
+
+
+def rope_base_shown(config) -> str:
+    """The base of θ_i the library uses (NTK scaling raises it), as the page prints it."""
+    return shown(RotaryEmbedding(config).base)
+
+
+# (config, step, what its TeX or prose must hold, what it must not): each is the model's own
+EXPECTED = [
+    # a bias term only where the config has one (qkv_bias, out_bias, ffn_bias, lm_head_bias)
+    ("gpt2", "blocks.0.attn.q", [r"Q = \hat{x}\, W_{Q} + b_{Q}"], []),
+    ("gpt2", "blocks.0.attn.out", [r"W_O + b_{O}"], []),
+    ("gpt2", "blocks.0.ffn.hidden", [r"z = \hat{x}\, W_{\mathrm{up}} + b_{\mathrm{up}}"], []),
+    ("gpt2", "blocks.0.ffn.out", [r"y = a\, W_{\mathrm{down}} + b_{\mathrm{down}}"], []),
+    ("qwen", "blocks.0.attn.k", [r"\mathrm{RoPE}(\hat{x}\, W_{K} + b_{K})"], []),
+    ("qwen", "blocks.0.attn.v", [r"V = \hat{x}\, W_{V} + b_{V}"], []),
+    ("qwen", "blocks.0.attn.out", [r"W_O, \quad"], ["b_{"]),
+    ("qwen", "blocks.0.ffn.act", [r"\odot (\hat{x}\, W_{\mathrm{up}})"], ["b_{"]),
+    ("llama", "blocks.0.attn.q", [r"Q = \mathrm{RoPE}(\hat{x}\, W_{Q}), \quad"], ["b_{"]),
+    (
+        "mqa-window",
+        "blocks.0.ffn.out",
+        [
+            r"\bigl(\mathrm{GELU}(\hat{x}\, W_{\mathrm{gate}} + b_{\mathrm{gate}}) \odot "
+            r"(\hat{x}\, W_{\mathrm{up}} + b_{\mathrm{up}})\bigr)\, W_{\mathrm{down}} + b_{\mathrm{down}}"
+        ],
+        [],
+    ),
+    (
+        "llama",
+        "blocks.0.ffn.out",
+        [
+            r"\bigl(\mathrm{SiLU}(\hat{x}\, W_{\mathrm{gate}}) \odot \hat{x}\, W_{\mathrm{up}}\bigr)\, "
+            r"W_{\mathrm{down}}, \quad"
+        ],
+        ["b_{"],
+    ),
+    # the norm: LayerNorm's biased variance and RMSNorm's mean square, ε inside the root
+    (
+        "gpt2",
+        "blocks.0.attn.in",
+        [
+            r"\dfrac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \odot \gamma + \beta",
+            r"\sigma^2 = \tfrac{1}{\htmlClass{num}{32}} \sum_{j} (x_j - \mu)^2",
+            r"\varepsilon = \htmlClass{num}{10^{-5}}",
+        ],
+        [],
+    ),
+    (
+        "llama",
+        "final_norm",
+        [
+            r"\dfrac{x}{\sqrt{\tfrac{1}{\htmlClass{num}{32}} \sum_{j} x_j^2 + \varepsilon}} \odot \gamma",
+            r"\varepsilon = \htmlClass{num}{10^{-6}}",
+        ],
+        [r"\beta", r"\mu"],
+    ),
+    (
+        "bert",
+        "blocks.0.resid_post",
+        [r"\mathrm{LayerNorm}(u), \quad u = x + y", r"\htmlClass{num}{10^{-12}}"],
+        [],
+    ),
+    ("bert", "blocks.0.attn.in", [r"\hat{x} = x"], [r"\varepsilon"]),
+    # embeddings: √d_model scaling, BERT's segment table and embedding norm
+    ("gpt2", "embed.tokens", [r"x_i = E[\mathrm{id}_i], \quad"], [r"\sqrt"]),
+    ("original", "encoder.embed.tokens", [r"x_i = \sqrt{\htmlClass{num}{32}}\, E[\mathrm{id}_i]"], []),
+    ("original", "decoder.embed.out", [r"x = \sqrt{\htmlClass{num}{32}}\, E[\mathrm{ids}] + P[0"], []),
+    ("gpt2", "embed.out", [r"x = E[\mathrm{ids}] + P[0, \dots, \htmlClass{num}{4}]"], ["LayerNorm", "S[0]"]),
+    (
+        "bert",
+        "embed.out",
+        [
+            r"x = \mathrm{LayerNorm}(u), \quad u = E[\mathrm{ids}] + P[0, \dots, \htmlClass{num}{4}] + S[0]",
+            r"\varepsilon = \htmlClass{num}{10^{-12}}",
+        ],
+        [],
+    ),
+    ("gpt2", "embed.positions", [r"P \in \mathbb{R}^{\htmlClass{num}{64} \times \htmlClass{num}{32}}"], []),
+    # sinusoids: interleaved (the paper) or halved (Marian)
+    ("post-norm", "embed.positions", [r"P_{p,\,2k+1} = \cos(p / 10000^{2k/\htmlClass{num}{32}})"], []),
+    ("original", "encoder.embed.positions", [r"P_{p,\,\htmlClass{num}{16} + k} = \cos"], ["2k+1"]),
+    # RoPE: θ_i = base^(-2i/e), the pairs rotated, NTK's raised base, linear's divided positions
+    (
+        "llama",
+        "blocks.0.attn.q",
+        [r"\theta_i = \htmlClass{num}{500000}^{-2i/\htmlClass{num}{8}}", "(i, i + 4)"],
+        [],
+    ),
+    ("gpt2", "blocks.0.attn.q", [], ["RoPE", r"\theta"]),
+    (
+        "ntk",
+        "blocks.0.attn.q",
+        ["(2i, 2i + 1)", r"\theta_i = b^{-2i/", r"b = \htmlClass{num}{10000} \cdot"],
+        [],
+    ),
+    ("linear", "blocks.0.attn.q", [r"\text{angle}_i = \tfrac{p}{\htmlClass{num}{2}}\, \theta_i"], []),
+    # GELU exact or its tanh approximation; SiLU
+    ("bert", "blocks.0.ffn.act", [r"\mathrm{GELU}(z) = z\, \Phi(z)"], [r"\tanh"]),
+    ("gpt2", "blocks.0.ffn.act", [r"\mathrm{GELU}(z) \approx", r"\tanh"], [r"\Phi"]),
+    (
+        "mqa-window",
+        "blocks.0.ffn.act",
+        [r"\tanh", r"\odot (\hat{x}\, W_{\mathrm{up}} + b_{\mathrm{up}})"],
+        [],
+    ),
+    ("t5", "encoder.blocks.0.ffn.act", [r"\mathrm{GELU}(z) \odot (\hat{x}\, W_{\mathrm{up}})", r"\Phi"], []),
+    # the sliding window, from the summary: w or more places back; causal also the later keys
+    ("mqa-window", "blocks.0.attn.mask", [r"j > i \text{ or } j \le i - \htmlClass{num}{4}"], []),
+    ("bert", "blocks.0.attn.mask", [r"j \le i - \htmlClass{num}{3}", "a key 3 or more"], ["j > i"]),
+    ("original", "decoder.blocks.0.attn.mask", [r"j \le i - \htmlClass{num}{2}"], []),
+    # position biases: T5's buckets, ALiBi's slopes (checked against the library below)
+    (
+        "t5",
+        "encoder.blocks.0.attn.scores",
+        ["S = Q K^{\\top} + B", "16 buckets each way", "below 8", "up to 128"],
+        [],
+    ),
+    ("t5", "decoder.blocks.0.attn.scores", ["past keys only", "below 16"], []),
+    ("t5", "decoder.blocks.0.cross_attn.scores", ["S = Q K^{\\top}"], ["B"]),
+    # the head: tied (E^T) or its own W_U, its bias, T5's input scale
+    ("gpt2", "logits", [r"\mathrm{logits} = \hat{x}\, E^{\top}, \quad E \in"], [r"W_{\mathrm{U}}", "b_{"]),
+    (
+        "llama",
+        "logits",
+        [r"\mathrm{logits} = \hat{x}\, W_{\mathrm{U}}, \quad W_{\mathrm{U}} \in"],
+        [r"E^{\top}"],
+    ),
+    ("original", "logits", [r"\mathrm{logits} = x\, W_{\mathrm{U}} + b_{U}"], [r"E^{\top}"]),
+    (
+        "t5",
+        "logits",
+        [r"\mathrm{logits} = \tfrac{1}{\sqrt{\htmlClass{num}{32}}}\, \hat{x}\, E^{\top}", "(T5)"],
+        [],
+    ),
+    ("silu", "logits", [r"\mathrm{logits} = \htmlClass{num}{0.5}\, \hat{x}\, E^{\top}"], []),
+    ("bert", "logits", [r"E^{\top} + b_{\mathrm{vocab}}", r"\htmlClass{num}{10^{-12}}"], []),
+]
+
+
+def test_each_equation_is_the_models_own(workshop):
+    workshop.open(model="llama", text=TEXT, level="intermediate")
+    drawn = {name: render(workshop, tiny(**CONFIGS[name])) for name in {row[0] for row in EXPECTED}}
+    wrong = []
+    for name, stage, present, absent in EXPECTED:
+        step = drawn[name][stage]
+        said = step["tex"] + "\n" + step["text"]
+        wrong += [f"{name} {stage}: lacks {p!r} in {step['tex']!r}" for p in present if p not in said]
+        wrong += [f"{name} {stage}: has {a!r} in {step['tex']!r}" for a in absent if a in step["tex"]]
+    # no bias term anywhere in a model without biases; ALiBi's slopes and NTK's base the library's
+    for name in ("llama", "t5"):
+        wrong += [f"{name} {stage}: a bias" for stage, step in drawn[name].items() if "b_{" in step["tex"]]
+    slopes = tex_numbers(drawn["mqa-window"]["blocks.0.attn.scores"]["tex"])[-4:]
+    assert [float(m) for m in slopes] == pytest.approx(alibi_slopes(4).tolist(), rel=1e-3)  # 4 digits
+    ntk = tiny(**CONFIGS["ntk"])
+    raised = (
+        rf"^{{\htmlClass{{num}}{{8}}/\htmlClass{{num}}{{6}}}} = \htmlClass{{num}}{{{rope_base_shown(ntk)}}}"
+    )
+    assert raised in drawn["ntk"]["blocks.0.attn.q"]["tex"]
+    assert wrong == []
+    workshop.close()
+
+
+def test_the_summary_carries_the_fields_the_equations_need():
+    llama = summary(llama_style(vocab_size=61, d_model=32, n_heads=4, rope_base=500000.0, norm_eps=1e-6))
+    assert llama["norm_eps"] == 1e-6 and llama["position_params"]["base"] == 500000.0
+    assert (llama["attention"]["qkv_bias"], llama["attention"]["out_bias"], llama["ffn"]["bias"]) == (
+        False,
+    ) * 3
+    ntk = tiny(**CONFIGS["ntk"])
+    assert summary(ntk)["position_params"]["scaled_base"] == RotaryEmbedding(ntk).base != ntk.rope_base
+    assert summary(tiny(**CONFIGS["mqa-window"]))["position_params"]["slopes"] == alibi_slopes(4).tolist()
+    bert = summary(tiny(**CONFIGS["bert"], lm_head_input_scale=0.5))
+    # the masked-LM head always has its biases and reads the stream unscaled (`unembed`)
+    assert bert["head"] == {"tied": True, "bias": True, "input_scale": 1.0}
+    assert bert["embeddings"] == {"scale": 1.0, "norm": True, "segments": 2}
+    assert bert["attention"]["window"] == 3
+    assert summary(tiny(**CONFIGS["original"]))["embeddings"]["scale"] == math.sqrt(32)
+    # the keys the page already read are all still there
+    assert {
+        "family",
+        "stacks",
+        "norm",
+        "placement",
+        "positions",
+        "positions_text",
+        "attention",
+        "ffn",
+    } <= set(bert)
+
+
+def test_cross_attention_has_no_sliding_window_in_the_library_nor_on_the_page():
+    config = tiny(**CONFIGS["original"])
+    assert not any(s["id"].endswith("cross_attn.mask") for s in stages(config))
+    assert any(s["id"] == "decoder.blocks.0.attn.mask" for s in stages(config))
+    net = tiny_model(**CONFIGS["original"], decoder_start_token_id=0)
+    patterns = {}
+    with net.hooks({"decoder.blocks.0.*attn.pattern": lambda x, name: patterns.__setitem__(name, x)}):
+        net(torch.arange(8)[None], torch.arange(6)[None])
+    assert (patterns["decoder.blocks.0.attn.pattern"] == 0).any()  # the window hides some keys
+    assert (patterns["decoder.blocks.0.cross_attn.pattern"] > 0).all()  # and no encoder token
 
 
 def test_numbers_become_tex_and_a_bad_formula_shows_an_error(workshop):

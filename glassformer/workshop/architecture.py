@@ -9,13 +9,24 @@ an encoder-decoder's decoder, the final norm only where pre-norm blocks need one
 >>> from glassformer.config import llama_style
 >>> [s["id"] for s in stages(llama_style(n_layers=1))][:6]
 ['tokens', 'embed.tokens', 'embed.out', 'blocks.0.attn.in', 'blocks.0.attn.q', 'blocks.0.attn.k']
+
+`summary(config)` also carries every field an equation of the page needs to be the
+model's own rather than the textbook's: the norm's epsilon, which projections have a bias,
+the embedding scale and norm, the head (tied, biased, its input scale), the sliding window
+and the constants of the position scheme:
+
+>>> arch = summary(llama_style(n_layers=1, rope_base=500000.0, norm_eps=1e-6))
+>>> arch["norm_eps"], arch["attention"]["qkv_bias"], arch["position_params"]["base"]
+(1e-06, False, 500000.0)
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from glassformer.config import ModelConfig
+from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
 
 POSITION_NAMES = {
     "learned": "learned position vectors, added",
@@ -35,7 +46,8 @@ def attention_kind(config: ModelConfig) -> str:
 
 
 def summary(config: ModelConfig) -> dict[str, Any]:
-    """The architecture in a few fields the page shows next to the diagram."""
+    """The architecture in a few fields: what the page shows next to the diagram, and every
+    constant its equations (static/js/equations.js) need to be this model's own."""
     stacks = [{"name": "", "layers": config.n_layers, "causal": config.family == "decoder", "cross": False}]
     if config.family == "encoder_decoder":
         stacks = [
@@ -55,10 +67,61 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "kv_heads": config.n_kv_heads,
             "d_head": config.d_head,
             "scale": config.attn_scale if config.attn_scale is not None else config.d_head**-0.5,
+            "window": config.attn_window,  # None: every key the mask allows
+            "qkv_bias": config.qkv_bias,
+            "out_bias": config.out_bias,
         },
-        "ffn": {"activation": config.activation, "gated": config.gated, "d_ff": config.d_ff},
+        "ffn": {
+            "activation": config.activation,
+            "gated": config.gated,
+            "d_ff": config.d_ff,
+            "bias": config.ffn_bias,
+        },
         "d_model": config.d_model,
         "vocab_size": config.vocab_size,
+        "norm_eps": config.norm_eps,
+        "embeddings": {
+            "scale": math.sqrt(config.d_model) if config.embed_scale else 1.0,  # E[id] * scale
+            "norm": config.embed_norm,  # a norm (config.norm) after the sum (BERT)
+            "segments": config.type_vocab_size,  # 0: no segment table S
+        },
+        "position_params": _position_params(config),
+        "head": _head(config),
+    }
+
+
+def _position_params(config: ModelConfig) -> dict[str, Any]:
+    """The constants of the position scheme: the config's, with RoPE's base and ALiBi's
+    slopes as the library's own modules compute them."""
+    if config.positions == "learned":
+        return {"max_seq_len": config.max_seq_len}
+    if config.positions == "sinusoidal":
+        return {"style": config.sinusoidal_style}  # interleaved: sin, cos, ...; halved: sins, cosines
+    if config.positions == "rope":
+        rotary = RotaryEmbedding(config)  # NTK scaling raises the base; linear divides positions
+        return {
+            "base": config.rope_base,
+            "style": config.rope_style,  # rotate_half pairs (i, i + e/2); interleaved (2i, 2i + 1)
+            "scaling": config.rope_scaling,
+            "factor": config.rope_scaling_factor,
+            "scaled_base": rotary.base,
+            "position_scale": rotary.position_scale,
+        }
+    if config.positions == "alibi":
+        return {"slopes": alibi_slopes(config.n_heads).tolist()}  # m_h, one per head
+    if config.positions == "t5_relative":
+        return {"buckets": config.relative_buckets, "max_distance": config.relative_max_distance}
+    return {}
+
+
+def _head(config: ModelConfig) -> dict[str, Any]:
+    """What turns the final stream into logits. An encoder's masked-LM head (`MLMHead`)
+    always has its biases and no input scale; an LM head follows the config."""
+    mlm = config.family == "encoder"
+    return {
+        "tied": config.tie_embeddings,  # output matrix E^T, the token table transposed
+        "bias": True if mlm else config.lm_head_bias,
+        "input_scale": 1.0 if mlm else config.lm_head_input_scale,  # T5 (tied): d_model^-0.5
     }
 
 
@@ -175,18 +238,23 @@ def _attention_stages(config, block: str, part: str, title: str, causal: bool, p
         _stage(f"{name}.k", block, f"keys K ({kind})", f"{name}.k", kv[2:]),
         _stage(f"{name}.v", block, f"values V ({kind})", f"{name}.v", kv[2:]),
         _stage(f"{name}.scores", block, scores_text, f"{name}.scores", "h t s"),
-        *_mask_stage(config, name, block, causal),
+        *_mask_stage(config, name, block, causal, windowed=part == "attn"),
         _stage(f"{name}.pattern", block, "softmax: attention weights", f"{name}.pattern", "h t s"),
         _stage(f"{name}.z", block, "weighted values: pattern @ V", f"{name}.z", "h t e"),
         _stage(f"{name}.out", block, "output projection W_O", f"{name}.out", "t d"),
     ]
 
 
-def _mask_stage(config: ModelConfig, name: str, block: str, causal: bool) -> list[dict[str, Any]]:
-    """The mask step, where the model has one (a single unpadded input needs none otherwise)."""
-    if not causal and config.attn_window is None:
+def _mask_stage(
+    config: ModelConfig, name: str, block: str, causal: bool, windowed: bool
+) -> list[dict[str, Any]]:
+    """The mask step, where the model has one (a single unpadded input needs none otherwise).
+    The sliding window is a self-attention mask: cross-attention sees every encoder token
+    (`TransformerStack.forward` builds it from padding alone)."""
+    window = config.attn_window if windowed else None
+    if not causal and window is None:
         return []
     title = "causal mask: no looking ahead" if causal else "mask"
-    if config.attn_window is not None:
-        title += f", sliding window of {config.attn_window}"
+    if window is not None:
+        title += f", sliding window of {window}"
     return [_stage(f"{name}.mask", block, title, None, "t s")]

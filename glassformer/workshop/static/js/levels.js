@@ -1,12 +1,14 @@
 // What each step says at each level, by step kind (stages.js `parseStage(id).kind`):
 //   beginner      a plain sentence (EXPLAIN)
-//   intermediate  the equation with this input's numbers in it (equation, typeset by KaTeX)
+//   intermediate  the equation with this input's numbers in it (equations.js `equation`,
+//                 typeset by KaTeX)
 //   advanced      + the code that computes it (CODE)
 // A context `ctx` carries what the sentences need: {stage, value, arch, cross, sizes},
 // sizes being the shape letters read off the value (t, s, h, g, e, d, f, v).
 
-import { number } from "./format.js";
-import { texHtml } from "./tex.js";
+import { parseStage } from "./stages.js";
+
+export { equation, texNumber } from "./equations.js";
 
 export const CODE = {
   tokens: ["glassformer/inputs.py", "ModelInputs.ids"],
@@ -55,6 +57,9 @@ export function codeLocation(kind, cross = false) {
 }
 
 // beginner ---------------------------------------------------------------------------
+/** Whether a step's stack is causal (a decoder's): its mask hides the later tokens. */
+const causal = (arch, stage) => Boolean(arch.stacks.find((s) => s.name === parseStage(stage.id).stack)?.causal);
+
 const NORM_WORDS = "rescaled to a steady size (normalized), so the numbers stay in a good range";
 
 const EXPLAIN = {
@@ -80,10 +85,15 @@ const EXPLAIN = {
   "attn.v": ({ cross }) =>
     `Each ${cross ? "encoder " : ""}token makes a value: what it passes on when another token looks at it.`,
   "attn.scores": () => "Every query is compared with every key: a high score means a good match.",
-  "attn.mask": ({ stage }) =>
-    stage.title.startsWith("causal")
-      ? "A token may not look at the tokens after it: when predicting, the future is not known yet."
-      : "Nothing is hidden here: every token may look at every token.",
+  "attn.mask": ({ arch, stage }) => {
+    const window = arch.attention.window;
+    const reach = window ? ` Nor may it look ${window} or more tokens back: a sliding window.` : "";
+    return causal(arch, stage)
+      ? `A token may not look at the tokens after it: when predicting, the future is not known yet.${reach}`
+      : window
+        ? `A token may look at every token after it, but not ${window} or more tokens back: a sliding window.`
+        : "Nothing is hidden here: every token may look at every token.";
+  },
   "attn.pattern": () =>
     "The scores become weights that add up to 1 for each token: how much it looks at each other token.",
   "attn.z": () => "Each token collects the values of the tokens it looks at, mixed by those weights.",
@@ -115,7 +125,8 @@ const PLAIN_TITLES = {
   "attn.k": () => "keys: what each token offers",
   "attn.v": () => "values: what each token passes on",
   "attn.scores": () => "match every query with every key",
-  "attn.mask": ({ stage }) => (stage.title.startsWith("causal") ? "hide the future" : "nothing hidden"),
+  "attn.mask": ({ arch, stage }) =>
+    causal(arch, stage) ? "hide the future" : arch.attention.window ? "hide the distant past" : "nothing hidden",
   "attn.pattern": () => "attention weights: who looks at whom",
   "attn.z": () => "mix the values by those weights",
   "attn.out": () => "combine the heads",
@@ -139,216 +150,6 @@ export function plainTitle(kind, ctx) {
 export function explain(kind, ctx) {
   const sentence = EXPLAIN[kind];
   return sentence ? sentence(ctx) : "";
-}
-
-// intermediate: the equation with this input's numbers ----------------------------------
-// Each equation is LaTeX typeset by KaTeX (tex.js), followed by a line of prose: what the
-// symbols stand for here and the range of this input's values. A number read from this
-// input or this model is wrapped in \htmlClass{num}{...}.
-
-/** A number as TeX, with the digits `number` prints: −1.2e−5 -> -1.2 \times 10^{-5}. */
-export function texNumber(value, digits = 4) {
-  const shown = number(value, digits).replace(/\u2212/g, "-");
-  if (shown === "\u221e" || shown === "-\u221e") return shown.replace("\u221e", "\\infty");
-  const [mantissa, exponent] = shown.split("e");
-  return exponent === undefined ? mantissa : `${mantissa} \\times 10^{${Number(exponent)}}`;
-}
-
-const num = (value) => `\\htmlClass{num}{${texNumber(value)}}`;
-const prose = (html) => (html ? ` <span class="eq-note">${html}</span>` : "");
-const range = (value, what = "values") =>
-  value ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
-const htmlNum = (value) => `<span class="num">${number(value)}</span>`;
-const real = (rows, cols) => `\\mathbb{R}^{${rows} \\times ${cols}}`;
-const W = (name) => `W_{\\mathrm{${name}}}`;
-
-/** An equation: the typeset LaTeX, its prose, the range of this step's values. */
-function eq(latex, note = "", value = null, what = "values") {
-  return texHtml(latex) + prose(note) + range(value, what);
-}
-
-const NORM_NAME = { rmsnorm: "RMSNorm", layernorm: "LayerNorm" };
-const normName = (arch) => NORM_NAME[arch.norm] ?? arch.norm;
-
-/** The norm applied to x, over its d features (LayerNorm: biased variance, as torch). */
-function normEquation(arch) {
-  const mean = (term) => `\\tfrac{1}{${num(arch.d_model)}} \\sum_{j} ${term}`;
-  return arch.norm === "rmsnorm"
-    ? "\\hat{x} = \\mathrm{RMSNorm}(x) = \\dfrac{x}{\\mathrm{RMS}(x)} \\odot \\gamma," +
-        ` \\quad \\mathrm{RMS}(x) = \\sqrt{${mean("x_j^2")} + \\varepsilon}`
-    : "\\hat{x} = \\mathrm{LayerNorm}(x) = \\dfrac{x - \\mu}{\\sqrt{\\sigma^2 + \\varepsilon}} \\odot \\gamma + \\beta," +
-        ` \\quad \\mu = ${mean("x_j")}, \\quad \\sigma^2 = ${mean("(x_j - \\mu)^2")}`;
-}
-
-function normStep(arch, value) {
-  return arch.placement === "pre"
-    ? eq(normEquation(arch), "", value)
-    : eq("\\hat{x} = x", "post-norm: the norm comes after the residual add", value);
-}
-
-const GELU_TANH = "\\mathrm{GELU}(z) \\approx \\tfrac{1}{2} z \\bigl(1 + \\tanh\\bigl(\\sqrt{2/\\pi}\\,(z + 0.044715\\, z^3)\\bigr)\\bigr)";
-const ACTIVATIONS = {
-  relu: ["ReLU", "\\mathrm{ReLU}(z) = \\max(0, z)"],
-  gelu: ["GELU", "\\mathrm{GELU}(z) = z\\, \\Phi(z)"],
-  gelu_tanh: ["GELU", GELU_TANH],
-  silu: ["SiLU", "\\mathrm{SiLU}(z) = z\\, \\sigma(z)"],
-  swiglu: ["SiLU", "\\mathrm{SiLU}(z) = z\\, \\sigma(z)"],
-  geglu: ["GELU", "\\mathrm{GELU}(z) = z\\, \\Phi(z)"],
-  geglu_tanh: ["GELU", GELU_TANH],
-};
-const activationName = (name) => ACTIVATIONS[name]?.[0] ?? `\\mathrm{${name.replace(/_/g, "\\_")}}`;
-
-/** Self-attention reads the normed stream; cross-attention's keys and values the encoder. */
-const rotated = (arch, cross, latex) => (arch.positions === "rope" && !cross ? `\\mathrm{RoPE}(${latex})` : latex);
-
-function projection(letter, arch, cross) {
-  const a = arch.attention;
-  const heads = letter === "Q" ? a.heads : a.kv_heads;
-  const source = cross && letter !== "Q" ? "\\mathrm{enc}" : "\\hat{x}";
-  const product = `${source}\\, W_{${letter}}`;
-  const made = letter === "V" ? product : rotated(arch, cross, product);
-  return `${letter} = ${made}, \\quad W_{${letter}} \\in ${real(num(arch.d_model), `(${num(heads)} \\cdot ${num(a.d_head)})`)}`;
-}
-
-function keyValueNote(letter, arch, cross) {
-  const a = arch.attention;
-  const shared = a.kind === "MHA"
-    ? `${a.kv_heads} heads of ${a.d_head}`
-    : `${a.kind}: ${a.kv_heads} key/value head${a.kv_heads === 1 ? "" : "s"} shared by ${a.heads} query heads (${a.heads / a.kv_heads} each)`;
-  const rope = letter === "K" && arch.positions === "rope" && !cross ? ", rotated by position (RoPE)" : "";
-  return `${cross ? "from the encoder's output: " : ""}${shared}${rope}`;
-}
-
-function scores({ arch, value, cross }) {
-  const e = arch.attention.d_head;
-  const biased = !cross && (arch.positions === "alibi" || arch.positions === "t5_relative");
-  const bias = biased ? " + B" : "";
-  const qk = "Q K^{\\top}";
-  // The multiplier is 1/√d_head unless the config says otherwise (T5: 1, no scaling).
-  const scale = arch.attention.scale ?? 1 / Math.sqrt(e);
-  let latex, note;
-  if (Math.abs(scale * Math.sqrt(e) - 1) < 1e-6) {
-    latex = `S = \\dfrac{${qk}}{\\sqrt{d_{\\mathrm{head}}}}${bias} = \\dfrac{${qk}}{\\sqrt{${num(e)}}}${bias} = \\dfrac{${qk}}{${num(Math.sqrt(e))}}${bias}`;
-    // Vaswani et al. (2017): dot products of d_head terms grow like √d_head.
-    note = `divided by √${e} so that the spread of the scores does not grow with d<sub>head</sub>`;
-  } else if (scale === 1) {
-    latex = `S = ${qk}${bias}`;
-    note = "not scaled: attn_scale = 1";
-  } else {
-    latex = `S = ${num(scale)}\\, ${qk}${bias}`;
-    note = `scaled by attn_scale = ${htmlNum(scale)}`;
-  }
-  if (biased) note += `; B: ${arch.positions_text}`;
-  return eq(latex, note, value, "scores");
-}
-
-function mask({ stage }) {
-  const window = Number(stage.title.match(/sliding window of (\d+)/)?.[1] ?? NaN);
-  const causal = stage.title.startsWith("causal");
-  const hidden = [causal ? "j > i" : null, window ? `j \\le i - ${num(window)}` : null].filter(Boolean);
-  if (!hidden.length) return eq("S_{ij} \\text{ unchanged}", "no key is hidden");
-  const why = [causal ? "a key after its query" : null, window ? `a key ${window} or more places before its query` : null];
-  return eq(
-    `S_{ij} \\gets -\\infty \\quad \\text{where } ${hidden.join(" \\text{ or } ")}`,
-    why.filter(Boolean).join("; "),
-  );
-}
-
-function residual(arch, added, value) {
-  return arch.placement === "pre"
-    ? eq(`x \\gets x + ${added}`, "", value)
-    : eq(`x \\gets \\mathrm{${normName(arch)}}(x + ${added})`, "", value);
-}
-
-const EQUATION = {
-  tokens: ({ sizes, arch }) =>
-    eq(`\\mathrm{ids} = \\mathrm{tokenize}(\\text{text}), \\quad t = ${num(sizes.t)}, \\quad 0 \\le \\mathrm{id}_i \\le ${num(arch.vocab_size - 1)}`),
-  "embed.tokens": ({ arch, value }) =>
-    eq(`x_i = E[\\mathrm{id}_i], \\quad E \\in ${real(num(arch.vocab_size), num(arch.d_model))}`, "", value),
-  "embed.positions": ({ arch, value }) =>
-    arch.positions === "sinusoidal"
-      ? eq(
-          `P_{p,\\,2k} = \\sin\\bigl(p / 10000^{2k/${num(arch.d_model)}}\\bigr), \\quad P_{p,\\,2k+1} = \\cos\\bigl(p / 10000^{2k/${num(arch.d_model)}}\\bigr)`,
-          "p: the position",
-          value,
-        )
-      : eq(`P[p] \\text{ learned}, \\quad P \\in ${real("\\mathit{max\\_seq\\_len}", num(arch.d_model))}`, "p: the position", value),
-  "embed.out": ({ arch, value, sizes }) =>
-    arch.positions === "learned" || arch.positions === "sinusoidal"
-      ? eq(`x = E[\\mathrm{ids}] + P[0, \\dots, ${sizes.t ? num(sizes.t - 1) : "t - 1"}]`, "", value)
-      : eq("x = E[\\mathrm{ids}]", arch.positions_text, value),
-  "attn.in": ({ arch, value }) => normStep(arch, value),
-  "attn.q": ({ arch, value, cross }) => {
-    const a = arch.attention;
-    const rope = arch.positions === "rope" && !cross ? ", then each pair of features rotated by the position (RoPE)" : "";
-    return eq(projection("Q", arch, cross), `${a.heads} heads of ${a.d_head}${rope}`, value);
-  },
-  "attn.k": ({ arch, value, cross }) => eq(projection("K", arch, cross), keyValueNote("K", arch, cross), value),
-  "attn.v": ({ arch, value, cross }) => eq(projection("V", arch, cross), keyValueNote("V", arch, cross), value),
-  "attn.scores": scores,
-  "attn.mask": mask,
-  "attn.pattern": ({ sizes, value }) =>
-    eq(
-      "A_{ij} = \\operatorname{softmax}_j(S_{ij}) = \\dfrac{e^{S_{ij}}}{\\sum_{k} e^{S_{ik}}}",
-      `${htmlNum(sizes.h)} heads × ${htmlNum(sizes.t)} rows, each summing to 1`,
-      value,
-      "weights",
-    ),
-  "attn.z": ({ arch, value }) => {
-    const a = arch.attention;
-    const group = a.heads / a.kv_heads;
-    const v = a.kind === "MHA" ? "V_h" : `V_{\\lfloor h / ${num(group)} \\rfloor}`;
-    const shared = a.kind === "MHA" ? "" : `; ${group} query heads share each value head`;
-    return eq(`Z_h = A_h\\, ${v}, \\quad h = 0, \\dots, ${num(a.heads - 1)}`, `in each of the ${a.heads} heads${shared}`, value);
-  },
-  "attn.out": ({ arch, value }) => {
-    const a = arch.attention;
-    return eq(
-      `\\mathrm{out} = \\operatorname{concat}(Z_0, \\dots, Z_{${num(a.heads - 1)}})\\, W_O, \\quad W_O \\in ${real(`(${num(a.heads)} \\cdot ${num(a.d_head)})`, num(arch.d_model))}`,
-      "",
-      value,
-    );
-  },
-  resid_mid: ({ arch, value }) => residual(arch, "\\mathrm{out}", value),
-  resid_cross: ({ arch, value }) => residual(arch, "\\mathrm{out}_{\\mathrm{cross}}", value),
-  "ffn.in": ({ arch, value }) => normStep(arch, value),
-  "ffn.hidden": ({ arch, value }) =>
-    arch.ffn.gated
-      ? eq(`z = \\hat{x}\\, ${W("gate")}, \\quad ${W("gate")} \\in ${real(num(arch.d_model), num(arch.ffn.d_ff))}`, "", value)
-      : eq(`z = \\hat{x}\\, ${W("up")} + b_{\\mathrm{up}}, \\quad ${W("up")} \\in ${real(num(arch.d_model), num(arch.ffn.d_ff))}`, "", value),
-  "ffn.act": ({ arch, value }) => {
-    const [name, definition] = ACTIVATIONS[arch.ffn.activation] ?? [activationName(arch.ffn.activation), ""];
-    const latex = arch.ffn.gated
-      ? `a = \\mathrm{${name}}(z) \\odot (\\hat{x}\\, ${W("up")})`
-      : `a = \\mathrm{${name}}(z)`;
-    return eq(definition ? `${latex}, \\quad ${definition}` : latex, "", value);
-  },
-  "ffn.out": ({ arch, value }) => {
-    // gated: the whole layer, (act(x̂ W_gate) ⊙ x̂ W_up) W_down (Shazeer, 2020)
-    const whole = arch.ffn.gated
-      ? ` = \\bigl(\\mathrm{${activationName(arch.ffn.activation)}}(\\hat{x}\\, ${W("gate")}) \\odot \\hat{x}\\, ${W("up")}\\bigr)\\, ${W("down")}`
-      : " + b_{\\mathrm{down}}";
-    return eq(`y = a\\, ${W("down")}${whole}, \\quad ${W("down")} \\in ${real(num(arch.ffn.d_ff), num(arch.d_model))}`, "", value);
-  },
-  resid_post: ({ arch, value }) => residual(arch, "y", value),
-  final_norm: ({ arch, value }) => eq(normEquation(arch), "", value),
-  logits: ({ arch, value }) => {
-    const x = arch.placement === "pre" ? "\\hat{x}" : "x"; // post-norm: no final norm
-    const vocab = real(num(arch.d_model), num(arch.vocab_size));
-    return arch.family === "encoder"
-      ? eq(
-          `\\mathrm{logits} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${activationName(arch.ffn.activation)}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${W("vocab")} + b_{\\mathrm{vocab}}, \\quad ${W("vocab")} \\in ${vocab}`,
-          "the masked-LM head",
-          value,
-        )
-      : eq(`\\mathrm{logits} = ${x}\\, W_U, \\quad W_U \\in ${vocab}`, "one score per vocabulary entry", value);
-  },
-};
-
-/** The step's equation as HTML, or "" for a kind with none. */
-export function equation(kind, ctx) {
-  const make = EQUATION[kind];
-  return make ? make(ctx) : "";
 }
 
 /** The shape letters of a stage zipped with its sizes: {h: 9, t: 5, e: 64}. */

@@ -161,6 +161,7 @@ async function drawLens(ticket) {
   if (!hasHead) {
     panels.lens.replaceChildren(document.createTextNode("This model has no head to read its layers with."));
     panels.lens.dataset.state = "none";
+    panels.compare.replaceChildren(document.createTextNode("The compare view reads both models with the logit lens: this one has no head."));
     return;
   }
   try {

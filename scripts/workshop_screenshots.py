@@ -1,0 +1,87 @@
+"""The workshop's screenshots in docs/screenshots/, taken on SmolLM2 in headless Chromium.
+
+Serves the workshop with SmolLM2-135M-Instruct on a free local port and drives the page
+as a user would: each level, an opened attention step (the query·key view), an opened
+feed-forward step (its most active neurons), a generation's timeline scrubbed to a step,
+and the compare view of the model beside itself with a head scaled. Run from the
+repository root, after `make setup`:
+
+    .venv/bin/python -m scripts.workshop_screenshots [--out docs/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from urllib.parse import urlencode
+
+TEXT = "The capital of France is Paris, and the capital of Italy is"
+VIEWPORT = {"width": 1280, "height": 900}
+TIMEOUT_MS = 60_000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"), help="where the PNGs go")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    import glassformer as gf
+    from glassformer.workshop.server import create_app
+    from tests.workshop_server import serving
+
+    app = create_app({"smollm2": gf.load("smollm2-135m-instruct")})
+    with serving(app) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_default_timeout(TIMEOUT_MS)
+
+        def open_(**query) -> None:
+            page.goto(f"{url}?{urlencode({'model': 'smollm2', 'text': TEXT, **query})}")
+            page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+
+        def shot(name: str, locator=None) -> None:
+            path = args.out / f"workshop-{name}.png"
+            (locator or page).screenshot(path=str(path))
+            print("wrote", path)
+
+        open_(level="beginner", temperature=0.8)
+        page.wait_for_selector('#lines[data-ready="1"]', state="attached")
+        shot("beginner")
+
+        open_(level="intermediate", stage="blocks.0.attn.scores")
+        page.wait_for_selector('.detail[data-ready="1"]', state="attached")
+        page.locator('[data-stage="blocks.0.attn.q"]').scroll_into_view_if_needed()
+        shot("intermediate")
+
+        open_(level="advanced", stage="blocks.5.attn.pattern")
+        page.click('.detail .head-button[data-head="3"]')
+        page.wait_for_selector('.detail[data-head="3"][data-ready="1"] .qk-view, .detail[data-ready="1"]')
+        shot("advanced")
+        page.wait_for_selector(".detail-view [data-ready='1']", state="attached")
+        shot("query-key", page.locator(".detail"))
+
+        open_(level="advanced", stage="blocks.5.ffn.act")
+        page.wait_for_selector(".detail-view [data-ready='1']", state="attached")
+        shot("ffn-neurons", page.locator(".detail"))
+
+        open_(level="intermediate", temperature=0)
+        page.fill("#generate .gen-count", "24")
+        page.click("#generate .gen-start")
+        page.wait_for_selector("#generate .tl-step", state="attached")
+        page.locator('.tl-step[data-step="9"]').click()
+        page.wait_for_selector('body[data-walks="2"][data-state="ready"]', state="attached")
+        shot("timeline", page.locator("#generate-panel"))
+
+        open_(level="advanced", intervene="5.3.scale*4,7.1.zero", compare="smollm2")
+        page.wait_for_selector('#compare[data-state="ready"]', state="attached")
+        shot("compare", page.locator("#compare-panel"))
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
