@@ -45,8 +45,15 @@ def main() -> None:
             page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
 
         def shot(name: str, locator=None) -> None:
+            """The viewport, or one panel: the window then as tall as the page, so the sticky
+            header covers none of it."""
             path = args.out / f"workshop-{name}.png"
+            if locator is not None:
+                height = page.evaluate("document.documentElement.scrollHeight")
+                page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+                page.evaluate("window.scrollTo(0, 0)")
             (locator or page).screenshot(path=str(path))
+            page.set_viewport_size(VIEWPORT)
             print("wrote", path)
 
         open_(level="beginner", temperature=0.8)

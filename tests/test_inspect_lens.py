@@ -58,6 +58,13 @@ def test_the_last_layer_of_the_lens_is_the_models_own_prediction(overrides):
     # every layer: probabilities are sorted, and a top-1 target would have rank 1
     assert bool((lens.top_probs[..., :-1] >= lens.top_probs[..., 1:]).all())
     assert bool(((lens.top_ids[..., 0] == 11) == (lens.target_ranks == 1)).all())
+    entropy = -(probs * probs.log()).sum(-1)  # t, nats
+    torch.testing.assert_close(lens.entropy[-1], entropy, atol=1e-5, rtol=1e-5)
+    # reading only some positions gives those rows of the whole lens
+    last = gi.logit_lens(lm, ids, k=4, target=11, decoder_input=decoder_input, positions=[-1, 0])
+    for field in ("top_ids", "top_probs", "target_ranks", "target_probs", "entropy"):
+        whole, part = getattr(lens, field), getattr(last, field)
+        torch.testing.assert_close(part, whole[:, [-1, 0]], atol=1e-6, rtol=0)
 
 
 def test_the_lens_reads_earlier_layers_through_the_same_head():

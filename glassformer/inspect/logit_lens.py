@@ -83,9 +83,15 @@ class LogitLens:
         return "\n".join(lines)
 
 
-def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_input=None) -> LogitLens:
+def logit_lens(
+    lm, text, k: int = 5, target: str | int | None = None, decoder_input=None, positions=None
+) -> LogitLens:
     """Top-k next-token predictions of every layer's residual stream, and the rank and
     probability of ``target`` (a token id, or a string that is exactly one token).
+
+    ``positions``: the positions to read (a list of indices, -1 the last; default all).
+    The tensors' t axis then holds those positions, in that order: reading only the last
+    of a long input saves unembedding every position (t x vocabulary per layer).
 
     Decoders and encoders with a masked-LM head; for an encoder-decoder, ``text`` is the
     source and ``decoder_input`` the decoder's input (default: the start token; text: the
@@ -109,7 +115,8 @@ def logit_lens(lm, text, k: int = 5, target: str | int | None = None, decoder_in
     top_ids, top_probs, ranks, probs, entropy = [], [], [], [], []
     with torch.no_grad():
         for name in names:
-            logits = unembed(net, streams[name]).float()[0]  # t v
+            stream = streams[name] if positions is None else streams[name][:, list(positions)]
+            logits = unembed(net, stream).float()[0]  # t v
             p = logits.softmax(-1)
             entropy.append(-(p * logits.log_softmax(-1)).sum(-1))  # t, nats
             values, indices = p.topk(k, dim=-1)  # t k

@@ -35,7 +35,7 @@ def lens(
     with lm.net.hooks((interventions or HeadInterventions(lm)).hooks(decoder_ids)):
         final = lm.inputs.forward(ids, decoder_ids)
         token = int(final[0, -1].argmax())
-        seen = logit_lens(lm, ids, k=TOP, target=token, decoder_input=decoder_ids)
+        seen = logit_lens(lm, ids, k=TOP, target=token, decoder_input=decoder_ids, positions=[-1])
     rows = []
     for layer, name in enumerate(seen.layers):
         top = [

@@ -18,8 +18,10 @@ export function texNumber(value, digits = 4) {
   return exponent === undefined ? mantissa : `${mantissa} \\times 10^{${Number(exponent)}}`;
 }
 
-/** A constant of the config as TeX, every digit it has: 1e-12 -> 10^{-12}, 500000 -> 500000. */
-export function texConstant(value) {
+/** A constant of the config as TeX to float32's 7 significant digits, the precision the
+ * model computes with (a GGUF file stores 1e-5 as 9.99999974e-6): 1e-12 -> 10^{-12}. */
+export function texConstant(raw) {
+  const value = Number(raw.toPrecision(7));
   if (value === 0 || (Math.abs(value) >= 1e-3 && Math.abs(value) < 1e7)) return String(value);
   const [mantissa, exponent] = value.toExponential().split("e");
   const power = `10^{${Number(exponent)}}`;
