@@ -13,26 +13,19 @@ two models.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from glassformer.inspect.logit_lens import logit_lens
-from glassformer.workshop.interventions import HeadInterventions
-from glassformer.workshop.payload import pass_ids
+from glassformer.workshop.pass_input import PassInput
 
 TOP = 3  # tokens shown per layer
 
 
-def lens(
-    lm,
-    text: str,
-    decoder_text: str | None = None,
-    interventions: HeadInterventions | None = None,
-    generated: Sequence[int] = (),
-) -> dict[str, Any]:
-    """The lens payload (see the module docstring)."""
-    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
-    with lm.net.hooks((interventions or HeadInterventions(lm)).hooks(decoder_ids)):
+def lens(given: PassInput) -> dict[str, Any]:
+    """The lens payload of the pass ``given`` describes (see the module docstring)."""
+    lm = given.lm
+    ids, decoder_ids = given.ids()
+    with lm.net.hooks(given.hooks(decoder_ids)):
         final = lm.inputs.forward(ids, decoder_ids)
         token = int(final[0, -1].argmax())
         seen = logit_lens(lm, ids, k=TOP, target=token, decoder_input=decoder_ids, positions=[-1])

@@ -23,7 +23,6 @@ payload with ``lm.trace`` on the same input.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -34,7 +33,7 @@ from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.arrays import pack, pack_unit
-from glassformer.workshop.interventions import HeadInterventions
+from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.prediction import next_token
 
 VERSION = 1
@@ -43,25 +42,15 @@ SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns 
 # the walk; a longer input's come with /api/stage when the page expands a stage
 
 
-def walk(
-    lm,
-    text: Any,
-    settings: GenerationSettings,
-    name: str = "",
-    interventions: HeadInterventions | None = None,
-    decoder_text: str | None = None,
-    generated: Sequence[int] = (),
-) -> dict[str, Any]:
-    """The walk payload for ``text`` (see the module docstring), with the heads in
-    ``interventions`` changed (`interventions.HeadInterventions`): every stage after them,
-    the logits and the drawn token show the model so changed. An encoder-decoder's decoder
-    reads its start token, then ``decoder_text`` (teacher forcing). ``generated``: token ids
-    a generation appended (to the decoder's input for an encoder-decoder), so the walk is
-    the forward pass of that generation's next step."""
+def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict[str, Any]:
+    """The walk payload of the pass ``given`` describes (see the module docstring): with its
+    heads changed (interventions), every stage after them, the logits and the drawn token
+    show the model so changed; with tokens a generation appended, it is the forward pass of
+    that generation's next step."""
     start = time.perf_counter()
+    lm = given.lm
     inputs = lm.inputs
-    interventions = interventions or HeadInterventions(lm)
-    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
+    ids, decoder_ids = given.ids()
     plan = stages(lm.config)
     values: dict[str, dict[str, Any]] = {}
 
@@ -69,7 +58,7 @@ def walk(
         values[trace_name] = _summary(x[0], trace_name)
 
     names = [s["trace"] for s in plan if s["trace"]]
-    changed = interventions.hooks(decoder_ids)  # attached first: the captured values are the changed ones
+    changed = given.hooks(decoder_ids)  # attached first: the captured values are the changed ones
     with (
         torch.no_grad(),
         evaluating(lm.net),
@@ -85,51 +74,28 @@ def walk(
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
         "prediction": _prediction(lm, ids, decoder_ids, output, settings),
-        "interventions": interventions.payload(),
-        "generated": len(generated),
+        "interventions": given.changes(),
+        "generated": len(given.generated),
         "seconds": time.perf_counter() - start,
     }
 
 
-def stage(
-    lm,
-    text: Any,
-    trace_name: str,
-    interventions: HeadInterventions | None = None,
-    decoder_text: str | None = None,
-    generated: Sequence[int] = (),
-) -> dict[str, Any]:
-    """One stage's whole tensor (batch dimension dropped; the same input and interventions
-    as `walk`): attention weights as bytes, the rest as float32."""
+def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
+    """One stage's whole tensor (batch dimension dropped; the same pass as `walk`): attention
+    weights as bytes, the rest as float32."""
+    lm = given.lm
     if trace_name not in lm.net.hook_points:
         raise ValueError(
             f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
         )
-    ids, decoder_ids = pass_ids(lm, text, decoder_text, generated)
-    changed = (interventions or HeadInterventions(lm)).hooks(decoder_ids)
-    with lm.net.hooks(changed):  # attached before the trace's own hooks
+    ids, decoder_ids = given.ids()
+    with lm.net.hooks(given.hooks(decoder_ids)):  # attached before the trace's own hooks
         trace = lm.trace(ids, [trace_name], decoder_input=decoder_ids)
     tensor = trace[trace_name][0]
     return {
         "name": trace_name,
         "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
     }
-
-
-def pass_ids(
-    lm, text: Any, decoder_text: str | None, generated: Sequence[int]
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The input ids (1 t) and the decoder's (1 t', or None) of a walk."""
-    inputs = lm.inputs
-    ids = inputs.single(text)
-    decoder_ids = inputs.decoder_ids(decoder_text or None)
-    if generated:
-        more = torch.tensor([list(generated)], dtype=torch.long)
-        if decoder_ids is None:
-            ids = inputs.single(torch.cat([ids, more], dim=1))  # checked again: length, vocabulary
-        else:
-            decoder_ids = inputs.single(torch.cat([decoder_ids, more], dim=1), "decoder input")
-    return ids, decoder_ids
 
 
 def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:

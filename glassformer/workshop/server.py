@@ -44,6 +44,7 @@ from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.lens import lens as lens_payload
+from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.streaming import token_events
 from glassformer.workshop.views import view_html
 
@@ -91,18 +92,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
     async def walk(request: Request) -> JSONResponse:
         body = await _body(request)
         lm, name = _model(models, body)
-        text = _text(body, lm)
-        settings = _settings(body)
-        work = run_model(
-            payload.walk,
-            lm,
-            text,
-            settings,
-            name,
-            _interventions(body, lm),
-            _decoder_text(body),
-            _generated(body),
-        )
+        work = run_model(payload.walk, _pass_input(body, lm), _settings(body), name)
         return await _answer(work)
 
     async def stage(request: Request) -> JSONResponse:
@@ -111,8 +101,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         trace_name = body.get("name")
         if not isinstance(trace_name, str):
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
-        changes, decoder_text, generated = _interventions(body, lm), _decoder_text(body), _generated(body)
-        work = run_model(payload.stage, lm, _text(body, lm), trace_name, changes, decoder_text, generated)
+        work = run_model(payload.stage, _pass_input(body, lm), trace_name)
         return await _answer(work)
 
     async def lens(request: Request) -> JSONResponse:
@@ -120,8 +109,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, _ = _model(models, body)
         if lm.config.family == "encoder" and not lm.config.mlm_head:
             raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
-        changes, decoder_text, generated = _interventions(body, lm), _decoder_text(body), _generated(body)
-        work = run_model(lens_payload, lm, _text(body, lm), decoder_text, changes, generated)
+        work = run_model(lens_payload, _pass_input(body, lm))
         return await _answer(work)
 
     async def generate(request: Request) -> StreamingResponse:
@@ -214,6 +202,11 @@ def _text(body: dict[str, Any], lm) -> str:
     if lm.tokenizer is None:
         raise RequestError("this model has no tokenizer, so it cannot read text")
     return text
+
+
+def _pass_input(body: dict[str, Any], lm) -> PassInput:
+    """The forward-pass fields of a walk, stage or lens request, checked."""
+    return PassInput(lm, _text(body, lm), _decoder_text(body), _generated(body), _interventions(body, lm))
 
 
 def _decoder_text(body: dict[str, Any]) -> str | None:
