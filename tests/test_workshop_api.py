@@ -154,6 +154,16 @@ def test_the_notebook_views_open_for_the_current_text(client, view):
     assert "<script" in answer.text and "http://" not in answer.text.replace("http://www.w3.org", "")
 
 
+@pytest.mark.parametrize("model", ["llama", "t5"])
+def test_the_lens_and_embeddings_views_are_self_contained_pages(client, model):
+    lens = client.get("/views/lens", params={"model": model, "text": TEXT})
+    assert lens.status_code == 200 and "<svg" in lens.text and "Logit lens" in lens.text
+    assert "<script" not in lens.text and "src=" not in lens.text
+    embeddings = client.get("/views/embeddings", params={"model": model, "text": TEXT})
+    assert embeddings.status_code == 200 and "Plotly.newPlot" in embeddings.text
+    assert "<script src=" not in embeddings.text.replace(" ", "")  # plotly.js inlined, no CDN
+
+
 def test_views_of_an_encoder_decoder_and_bad_view_requests(client):
     assert client.get("/views/head", params={"model": "t5", "text": TEXT}).status_code == 200
     answer = client.get("/views/head", params={"model": "llama", "text": TEXT, "layer": 7})

@@ -385,7 +385,8 @@ def test_the_view_links_open_the_notebook_views_of_the_current_text(workshop, br
     page = workshop.page
     workshop.open(model="tiny", text=TEXT, level="advanced", layer=1)
     links = page.locator("#views a")
-    assert [a.get_attribute("data-view") for a in links.all()] == ["head", "model", "neuron", "tokens"]
+    views = ["head", "model", "neuron", "tokens", "lens", "embeddings"]
+    assert [a.get_attribute("data-view") for a in links.all()] == views
     with page.context.expect_page() as opened:
         page.click('#views a[data-view="head"]')
     view = opened.value
@@ -396,6 +397,15 @@ def test_the_view_links_open_the_notebook_views_of_the_current_text(workshop, br
     view.wait_for_selector("[data-ready]", state="attached")
     assert errors == []
     view.close()
+    for name, drawn in (("lens", "svg"), ("embeddings", ".plot-container")):  # figure pages
+        with page.context.expect_page() as opened:
+            page.click(f'#views a[data-view="{name}"]')
+        view, asked = opened.value, []
+        view.on("request", lambda request, asked=asked: asked.append(request.url))
+        view.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        view.wait_for_selector(drawn, state="attached")
+        assert errors == [] and all(url.startswith(workshop.base) or url.startswith("data:") for url in asked)
+        view.close()
 
 
 def test_generate_streams_the_reply_lm_generate_makes(workshop, models):

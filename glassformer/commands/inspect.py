@@ -115,7 +115,7 @@ def build_view(lm, text: str, view: str, layer: int = 0, head: int | None = None
     if view == "heatmap":
         return _heatmap(lm, text, layer, head)
     if view == "lens":
-        return _lens(lm, text, target)
+        return viz.logit_lens_figure(lm, text, target)
     return viz.hidden_state_animation(lm, text)
 
 
@@ -133,20 +133,3 @@ def _heatmap(lm, text: str, layer: int, head: int | None):
         return attention_grid(patterns[layer], trace.tokens, layer=layer)
     pattern = head_pattern(trace, layer, head)
     return attention_heatmap(pattern, trace.tokens, title=f"layer {layer}, head {head}")
-
-
-def _lens(lm, text: str, target: str | None):
-    from glassformer.inspect import logit_lens
-    from glassformer.viz import logit_lens_table
-
-    lens = logit_lens(lm, text, k=1, target=target)
-    top = [[row[0] for row in layer] for layer in lens.top_tokens]  # layers t
-    title = "Logit lens: the top next-token guess read from each layer"
-    if lens.target_ranks is not None:
-        ranks = [int(r) for r in lens.target_ranks[:, -1]]  # one per layer, at the last position
-        top10 = next((lens.layers[i] for i, r in enumerate(ranks) if r <= 10), None)
-        title += (
-            f"\nrank of {lens.target_token!r} at the last position: {ranks[0]} at {lens.layers[0]}, "
-            f"{ranks[-1]} at {lens.layers[-1]}" + (f"; in the top 10 from {top10}" if top10 else "")
-        )
-    return logit_lens_table(top, lens.top_probs[..., 0], lens.tokens, lens.layers, title=title)

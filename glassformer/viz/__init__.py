@@ -28,11 +28,14 @@ _LAZY = {  # name -> the module that defines it, imported when the name is first
             "entropy_per_head",
             "logit_lens_table",
             "save",
+            "svg_text",
         ),
         "figures",
     ),
+    "logit_lens_figure": "lens_figure",
     **dict.fromkeys(
-        ("embedding_projection_3d", "hidden_state_animation", "layer_animation", "save_html"), "projection"
+        ("embedding_projection_3d", "figure_html", "hidden_state_animation", "layer_animation", "save_html"),
+        "projection",
     ),
 }
 

@@ -326,7 +326,16 @@ def save(fig: Figure, path: str | Path, dpi: int = 150) -> Path:
     kind = path.suffix.lower().lstrip(".")
     if kind not in ("png", "svg"):
         raise ValueError(f"save() writes .png or .svg files, got {path.name!r}; use one of those suffixes")
+    write_bytes_atomic(path, _drawn(fig, kind, dpi))
+    return path
+
+
+def svg_text(fig: Figure) -> str:
+    """``fig`` as SVG markup, to put in a page (the workshop's figure views)."""
+    return _drawn(fig, "svg", 150).decode()
+
+
+def _drawn(fig: Figure, kind: str, dpi: int) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format=kind, dpi=dpi, metadata={"Date": None} if kind == "svg" else None)
-    write_bytes_atomic(path, buffer.getvalue())
-    return path
+    return buffer.getvalue()

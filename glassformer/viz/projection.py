@@ -215,6 +215,10 @@ def save_html(fig: go.Figure, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ValueError(f"save_html() writes .html files, got {path.name!r}")
-    page = fig.to_html(include_plotlyjs=True, full_html=True, auto_play=False, config={"displaylogo": False})
-    write_text_atomic(path, page)
+    write_text_atomic(path, figure_html(fig))
     return path
+
+
+def figure_html(fig: go.Figure) -> str:
+    """``fig`` as one self-contained HTML page (plotly.js embedded, no CDN)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True, auto_play=False, config={"displaylogo": False})

@@ -4,17 +4,21 @@
     GET /views/model?model=...&text=...               ModelView: every layer x head
     GET /views/neuron?model=...&text=...&layer=0&head=0   NeuronView: Q.K for one query
     GET /views/tokens?model=...&text=...              TokenView: surprisal / entropy per token
+    GET /views/lens?model=...&text=...                the logit-lens table: every layer x position
+    GET /views/embeddings?model=...&text=...          the residual stream, layer by layer (PCA)
 
-Each answer is the view's own self-contained HTML file, the same one ``view.save(path)``
-writes (nothing from the network). An encoder-decoder shows its cross-attention, from the
-decoder's start token.
+Each answer is a self-contained HTML page (nothing from the network): the view's own file,
+the same one ``view.save(path)`` writes; the lens table as an SVG figure; the embeddings
+as a Plotly page with plotly.js inlined. An encoder-decoder shows its cross-attention, and
+its decoder's lens, from the decoder's start token.
 """
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
-VIEWS = ("head", "model", "neuron", "tokens")
+VIEWS = ("head", "model", "neuron", "tokens", "lens", "embeddings")
 
 
 def view_html(lm, kind: str, text: str, layer: int = 0, head: int = 0) -> str:
@@ -31,4 +35,22 @@ def view_html(lm, kind: str, text: str, layer: int = 0, head: int = 0) -> str:
         return NeuronView.from_lm(lm, text, layer, head, **options).html()
     if kind == "tokens":
         return TokenView.from_lm(lm, text).html()
+    if kind == "lens":
+        from glassformer.viz import logit_lens_figure, svg_text
+
+        figure = logit_lens_figure(lm, text, decoder_input=options.get("decoder_input"))
+        return _figure_page("Logit lens", svg_text(figure))
+    if kind == "embeddings":
+        from glassformer.viz import figure_html, hidden_state_animation
+
+        return figure_html(hidden_state_animation(lm, text))
     raise ValueError(f"no view {kind!r}; the views are: {', '.join(VIEWS)}")
+
+
+def _figure_page(title: str, svg: str) -> str:
+    """A page holding one SVG figure (matplotlib escapes the text it draws)."""
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<link rel='icon' href='data:,'></head>"
+        f"<body style='margin:16px;font-family:sans-serif'>{svg}</body></html>"
+    )

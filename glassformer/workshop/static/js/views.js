@@ -1,4 +1,4 @@
-// Links that open the notebook views of glassformer.viz (head, model, neuron, token) for
+// Links that open the views of glassformer.viz (head, model, neuron, token, lens, embeddings) for
 // the current model and text, each a self-contained page the server builds (/views/...).
 
 import { el } from "./dom.js";
@@ -8,6 +8,8 @@ const VIEWS = [
   ["model", "model view", "every layer x head at once"],
   ["neuron", "neuron view", "how one query's q·k makes its attention weights"],
   ["tokens", "token view", "how surprising each token was to the model"],
+  ["lens", "lens table", "the logit lens at every position: each layer's top next-token guess"],
+  ["embeddings", "embeddings", "the tokens' vectors moving layer by layer (PCA)"],
 ];
 
 /** Fill `node` with one link per view for `model`, `text` and the chosen `layer`. */
