@@ -1,7 +1,7 @@
 """The workshop's screenshots in docs/screenshots/, taken on SmolLM2 in headless Chromium.
 
 Serves the workshop with SmolLM2-135M-Instruct on a free local port and drives the page
-as a user would: each level, an opened attention step (the query·key view), an opened
+as a user would: each level, the tokenizer's merges, an opened attention step (the query·key view), an opened
 feed-forward step (its most active neurons), a generation's timeline scrubbed to a step,
 and the compare view of the model beside itself with a head scaled. Run from the
 repository root, after `make setup`:
@@ -59,6 +59,11 @@ def main() -> None:
         open_(level="beginner", temperature=0.8)
         page.wait_for_selector('#lines[data-ready="1"]', state="attached")
         shot("beginner")
+
+        open_(level="advanced")
+        page.click("#tokens .tokenization summary")
+        page.wait_for_selector('#tokens .tokenization[data-state="ready"]', state="attached")
+        shot("tokenization", page.locator("#tokens").locator(".."))
 
         open_(level="intermediate", stage="blocks.0.attn.scores")
         page.wait_for_selector('.detail[data-ready="1"]', state="attached")

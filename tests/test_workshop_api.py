@@ -154,6 +154,23 @@ def test_the_notebook_views_open_for_the_current_text(client, view):
     assert "<script" in answer.text and "http://" not in answer.text.replace("http://www.w3.org", "")
 
 
+def test_the_tokens_explained_are_the_tokens_the_walk_reads(client, models):
+    from glassformer.tokenizers.bpe_train import train_bpe
+
+    answer = client.post("/api/tokens", json={"model": "llama", "text": TEXT}).json()
+    assert answer["kind"] == "char" and answer["ids"] == [t["id"] for t in walk(client)["tokens"]]
+    assert [p["steps"][0]["rule"] for p in answer["pieces"]] == ["character"] * len(TEXT)
+    bpe = train_bpe("the cat sat on the mat. the cat ate the rat. " * 20, vocab_size=270, progress=False)
+    lm = gf.LanguageModel(gf.build(tiny(vocab_size=bpe.vocab_size)).eval(), bpe)
+    with TestClient(create_app({"bpe": lm})) as bpe_client:
+        answer = bpe_client.post("/api/tokens", json={"model": "bpe", "text": "the cat sat."}).json()
+        walked = bpe_client.post("/api/walk", json={"model": "bpe", "text": "the cat sat."}).json()
+    assert answer["kind"] == "bpe" and answer["ids"] == [t["id"] for t in walked["tokens"]]
+    cat = next(p for p in answer["pieces"] if p["text"] == " cat")
+    assert cat["parts"] == ["Ġ", "c", "a", "t"] and cat["steps"][-1]["parts"] == ["Ġcat"]
+    assert cat["tokens"] == [" cat"]
+
+
 @pytest.mark.parametrize("model", ["llama", "t5"])
 def test_the_lens_and_embeddings_views_are_self_contained_pages(client, model):
     lens = client.get("/views/lens", params={"model": model, "text": TEXT})

@@ -223,6 +223,20 @@ def test_page_shows_the_tokens_and_every_stage(workshop, models):
     workshop.shot("intermediate_block1")
 
 
+def test_the_tokenizer_explains_each_token(workshop, models):
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page.click("#tokens .tokenization summary")
+    page.wait_for_selector('#tokens .tokenization[data-state="ready"]', state="attached")
+    pieces = page.locator("#tokens .tk-piece")
+    assert pieces.count() == len(TEXT)
+    shown = page.locator("#tokens .tk-token small").all_inner_texts()
+    assert [int(i) for i in shown] == lm.tokenizer.encode(TEXT)
+    assert "U+0020 SPACE" in pieces.nth(3).inner_text()
+    workshop.level("beginner")
+    assert page.locator("#tokens .tokenization").count() == 0  # few numbers for beginners
+
+
 def test_each_level_renders(workshop, models):
     lm = models["tiny"]
     workshop.open(model="tiny", text=TEXT, level="beginner")

@@ -11,6 +11,7 @@
                            patch_text?} -> one stage's whole tensor (`payload.stage`)
     POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
                            -> what each layer would predict at the last position (`lens.py`)
+    POST /api/tokens       {model, text} -> how the tokenizer cut the text (`tokenization.py`)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -46,6 +47,7 @@ from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.streaming import token_events
+from glassformer.workshop.tokenization import explain as explain_tokens
 from glassformer.workshop.views import view_html
 
 STATIC = Path(__file__).parent / "static"
@@ -112,6 +114,11 @@ def create_app(models: dict[str, Any]) -> Starlette:
         work = run_model(lens_payload, _pass_input(body, lm))
         return await _answer(work)
 
+    async def tokens(request: Request) -> JSONResponse:
+        body = await _body(request)
+        lm, _ = _model(models, body)
+        return await _answer(run_model(explain_tokens, lm, _text(body, lm)))
+
     async def generate(request: Request) -> StreamingResponse:
         body = await _body(request)
         lm, _ = _model(models, body)
@@ -153,6 +160,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
         Route("/api/lens", lens, methods=["POST"]),
+        Route("/api/tokens", tokens, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one

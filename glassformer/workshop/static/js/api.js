@@ -14,6 +14,7 @@ const MODELS_URL = "api/models";
 const WALK_URL = "api/walk";
 const STAGE_URL = "api/stage";
 const LENS_URL = "api/lens";
+const TOKENS_URL = "api/tokens";
 
 async function call(url, body) {
   const init = body === undefined
@@ -56,4 +57,9 @@ export function fetchStage(input, name) {
 /** The logit lens of a pass input: {layers, token, rows: [{layer, top, rank, p, entropy}]}. */
 export function fetchLens(input) {
   return call(LENS_URL, input);
+}
+
+/** How the tokenizer cut `text`: {kind, pieces: [{text, ids, tokens, steps, ...}], ids}. */
+export function fetchTokenization(model, text) {
+  return call(TOKENS_URL, { model, text });
 }

@@ -2,7 +2,7 @@
 // what a change touches. The current settings, walk and view choices live here, in this
 // module's few variables; every other module draws from what it is handed.
 
-import { fetchLens, fetchModels, fetchStage, fetchWalk } from "./api.js";
+import { fetchLens, fetchModels, fetchStage, fetchTokenization, fetchWalk } from "./api.js";
 import { renderArchitecture } from "./architecture.js";
 import { renderLines } from "./attention_lines.js";
 import { bindControls } from "./controls.js";
@@ -136,7 +136,8 @@ function drawLines() {
 function drawAll() {
   document.body.dataset.level = settings.level;
   if (!walk) return;
-  renderTokens(panels.tokens, walk.payload, settings.level);
+  const { model, text } = walk;
+  renderTokens(panels.tokens, walk.payload, settings.level, () => fetchTokenization(model, text));
   renderArchitecture(panels.architecture, walk.payload, modelInfo(), settings.level);
   drawLines();
   drawWalk();

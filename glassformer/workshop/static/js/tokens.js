@@ -3,6 +3,7 @@
 
 import { el } from "./dom.js";
 import { tokenText } from "./format.js";
+import { tokenizationDetails } from "./tokenization.js";
 
 const HUE_STEP = 47; // degrees between neighbours: adjacent chips never look alike
 const SATURATION = 70;
@@ -43,8 +44,9 @@ export function tokenRow(tokens, { showId = false, label = "", generated = 0 } =
   );
 }
 
-/** The tokens panel: the input, and an encoder-decoder's decoder input. */
-export function renderTokens(container, payload, level) {
+/** The tokens panel: the input, and an encoder-decoder's decoder input; beyond the beginner
+ * level, how the tokenizer cut the text (`explain()` -> Promise of /api/tokens's answer). */
+export function renderTokens(container, payload, level, explain) {
   const showId = level === "advanced";
   const rows = [];
   const n = payload.tokens.length;
@@ -56,5 +58,6 @@ export function renderTokens(container, payload, level) {
   const seq2seq = Boolean(payload.decoder_tokens);
   rows.push(tokenRow(payload.tokens, { showId, label: seq2seq ? "encoder input" : "", generated: seq2seq ? 0 : generated }));
   if (seq2seq) rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input", generated }));
+  if (level !== "beginner") rows.push(tokenizationDetails(explain));
   container.replaceChildren(...rows);
 }

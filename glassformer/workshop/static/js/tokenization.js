@@ -1,0 +1,62 @@
+// How the text became tokens: the tokenizer's own account (POST api/tokens,
+// glassformer/workshop/tokenization.py), one row per piece of the text:
+//   byte-level BPE   the piece's bytes, then each merge (the pair and its rank), the tokens
+//   WordPiece        the word normalized, then its longest vocabulary pieces (or [UNK])
+//   characters       one token per character (its code point and name)
+// Opened on demand: a long text's merges are many and nobody reads them all at once.
+
+import { el } from "./dom.js";
+import { quoted, tokenText } from "./format.js";
+
+const SHOWN_PIECES = 200; // the rest is counted, not drawn
+
+function steps(kind, piece) {
+  if (kind === "bpe") {
+    if (piece.special) return [el("li", {}, "a special token, kept whole")];
+    return [
+      el("li", { class: "tk-start" }, "bytes: ", piece.parts.map((p) => el("code", {}, p))),
+      ...piece.steps.map((s) => el("li", { class: "tk-merge", dataset: { rank: s.rank } },
+        "merge ", el("code", {}, s.merge.join(" + ")), ` (rank ${s.rank}) → `, s.parts.map((p) => el("code", {}, p)))),
+    ];
+  }
+  if (kind === "wordpiece") {
+    return [
+      el("li", {}, `normalized: ${quoted(piece.normalized)}`),
+      ...piece.steps.map((s) => el("li", {}, `${s.rule}${s.pieces ? `: ${s.pieces.join(" ")}` : ""}`)),
+    ];
+  }
+  return piece.steps.map((s) => el("li", {}, s.rule === "special" ? "a special token" : `${s.code_point} ${s.name}`));
+}
+
+function pieceRow(kind, piece) {
+  return el("li", { class: "tk-piece", dataset: { start: piece.start } },
+    el("span", { class: "tk-text" }, quoted(piece.text)),
+    el("ol", { class: "tk-steps" }, steps(kind, piece)),
+    el("span", { class: "tk-result" }, "→ ", piece.tokens.map((t, i) => el("span", { class: "tk-token", title: `id ${piece.ids[i]}` }, `${tokenText(t)} `, el("small", {}, piece.ids[i])))));
+}
+
+/** A closed <details> that fetches and draws the account when opened (`load()` -> Promise). */
+export function tokenizationDetails(load) {
+  const body = el("div", { class: "tk-body" });
+  const details = el("details", { class: "tokenization" }, el("summary", {}, "How the text became these tokens"), body);
+  details.addEventListener("toggle", async () => {
+    if (!details.open || details.dataset.state) return;
+    details.dataset.state = "loading";
+    body.replaceChildren(el("p", { class: "loading" }, "asking the tokenizer…"));
+    try {
+      const answer = await load();
+      const pieces = answer.pieces.slice(0, SHOWN_PIECES);
+      const more = answer.pieces.length - pieces.length;
+      body.replaceChildren(
+        answer.kind === "bpe" ? el("p", { class: "hint" }, "Bytes are written as GPT-2 prints them: Ġ is a space, Ċ a newline. A lower rank merges first.") : "",
+        el("ol", { class: "tk-pieces" }, pieces.map((p) => pieceRow(answer.kind, p))),
+        more > 0 || answer.cut ? el("p", { class: "hint" }, `… and ${more > 0 ? more : "more"} pieces not drawn.`) : "",
+      );
+      details.dataset.state = "ready";
+    } catch (error) {
+      body.replaceChildren(el("p", { class: "error-inline" }, error.message));
+      details.dataset.state = "error";
+    }
+  });
+  return details;
+}
