@@ -62,6 +62,22 @@ def test_the_timeline_scrubs_to_each_step_s_forward_pass(workshop, models):  # n
     workshop.close()
 
 
+def test_token_by_token_feeds_the_drawn_token_back_in(workshop, models):  # noqa: F811
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="beginner", temperature=0)
+    prompt = lm.tokenizer.encode(TEXT)
+    generated = lm.generate(prompt, max_new_tokens=3, temperature=0)
+    for step in (1, 2):
+        page.click("#prediction .pred-take")
+        workshop.wait_walks(1 + step)
+        assert chip_ids(workshop) == prompt + generated[:step]
+        assert drawn_token(workshop) == generated[step]
+    page.click("#run")  # a new run starts from the text again
+    workshop.wait_walks(4)
+    assert chip_ids(workshop) == prompt
+    workshop.close()
+
+
 def test_scaling_a_head_from_the_panel_moves_the_prediction_as_the_library_does(workshop, models):  # noqa: F811
     page, lm = workshop.page, models["tiny"]
     workshop.open(model="tiny", text=TEXT, level="advanced", temperature=0)

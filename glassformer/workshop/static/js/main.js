@@ -141,7 +141,7 @@ function drawAll() {
   renderArchitecture(panels.architecture, walk.payload, modelInfo(), settings.level);
   drawLines();
   drawWalk();
-  renderPrediction(panels.prediction, walk.payload, settings.level);
+  renderPrediction(panels.prediction, walk.payload, settings.level, takeToken);
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
   if (walk.lens) {
     renderLens(panels.lens, walk.lens, settings.level);
@@ -233,6 +233,12 @@ function drawGenerate() {
   });
 }
 
+/** Token by token: the drawn token joins the generated ids, and the next step is walked. */
+function takeToken(id) {
+  generated = [...generated, id];
+  run({ keepGenerated: true });
+}
+
 // running ------------------------------------------------------------------------------
 /** Ask for the walk of the form's settings (and of the timeline step chosen, if
  * `keepGenerated`). A new input redraws everything; a sampling change only the prediction
@@ -262,7 +268,7 @@ async function run({ keepGenerated = false } = {}) {
   const input = JSON.parse(key);
   walk = { payload, model: request.model, text: request.text, decoderText: request.decoder_text ?? "", input, inputKey: key };
   if (sameInput) {
-    renderPrediction(panels.prediction, payload, settings.level);
+    renderPrediction(panels.prediction, payload, settings.level, takeToken);
   } else {
     const stages = payload.stages;
     reveal?.setStages(stages);

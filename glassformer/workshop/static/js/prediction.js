@@ -87,8 +87,9 @@ function chosenView(prediction, payload, level) {
   );
 }
 
-/** Draw payload.prediction (or why there is none) into ``container``. */
-export function renderPrediction(container, payload, level) {
+/** Draw payload.prediction (or why there is none) into ``container``; `onTake(id)`, when
+ * given, offers to feed the drawn token back in: the walk of the next step. */
+export function renderPrediction(container, payload, level, onTake = null) {
   const prediction = payload.prediction;
   if (!prediction) {
     container.replaceChildren(noPrediction(payload));
@@ -104,6 +105,12 @@ export function renderPrediction(container, payload, level) {
     intro ?? "",
     ...prediction.steps.map((step) => stepView(step, prediction, level, vocab)),
     chosenView(prediction, payload, level),
+    onTake ? el("button", {
+      type: "button",
+      class: "pred-take",
+      title: "append the drawn token to the input (its id, not its text) and walk the next step",
+      onclick: () => onTake(prediction.token.id),
+    }, `Next step: feed ${quoted(prediction.token.text)} back in`) : "",
   );
   const settings = prediction.settings;
   Object.assign(container.dataset, {
