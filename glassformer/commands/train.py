@@ -46,6 +46,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--data-dir", default=None, help="corpus cache directory (default: ~/.cache/glassformer)"
     )
+    parser.add_argument(
+        "--no-film",
+        action="store_true",
+        help="do not record film.jsonl (at each evaluation: a probe's attention, head roles, logit lens, "
+        "embedding projection; what the workshop's training lab scrubs through)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -69,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         sample=prepared.sample if settings.train.sample_tokens else None,
         extra_eval=prepared.extra_eval,
+        on_eval=None if args.no_film else _film(out, prepared),
     )
     n_parameters = prepared.net.num_parameters()
     print(f"{settings.name}: {n_parameters:,} parameters, {settings.train.steps:,} steps -> {out}")
@@ -81,6 +88,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"validation: {bits:.3f} bits per character")
     print(f'done: {out} (glassformer generate {out} "prompt")')
     return 0
+
+
+def _film(out: Path, prepared):
+    """The film recorder, its probe the first row of the first validation batch (no padding)."""
+    from glassformer.inspect.film import FilmRecorder
+
+    batch = prepared.val_batches[0]
+    ids = batch["input_ids"][0]
+    mask = batch.get("attention_mask")
+    if mask is not None:
+        ids = ids[mask[0].bool()]
+    return FilmRecorder(out, ids, prepared.tokenizer)
 
 
 def _settings(args: argparse.Namespace, out: Path) -> RunConfig:

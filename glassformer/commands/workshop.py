@@ -63,5 +63,6 @@ def run(args: argparse.Namespace) -> int:
         import webbrowser
 
         webbrowser.open(url)
-    uvicorn.run(create_app(models), host=args.host, port=args.port, log_level="warning")
+    app = create_app(models, runs_root=RUNS_ROOT)  # the training lab's runs: runs/, as the CLI's
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -8,6 +8,9 @@ A run directory (written by `glassformer.train.checkpoint.save_checkpoint`) hold
     train_config.json   the training settings                     (read by glassformer.train)
     trainer_state.pt    optimizer, schedule, step, data position, RNG states        (idem)
     metrics.jsonl       one JSON object per evaluation                              (idem)
+    progress.jsonl      one JSON object per step: loss, gradient norm, lr, tokens/s (idem)
+    film.jsonl          one frame per evaluation: a probe's attention, head roles, lens
+                        (`glassformer.inspect.film`)
 
 `read_run` reads the first three: the network and its tokenizer, nothing of the trainer.
 The model is built without random initialization and each tensor is read from the file
@@ -37,7 +40,9 @@ TRAIN_CONFIG = "train_config.json"
 TRAINER_STATE = "trainer_state.pt"
 METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"  # a folder of TensorBoard event files
-RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS)
+PROGRESS = "progress.jsonl"
+FILM = "film.jsonl"
+RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM)
 
 
 def read_run(

@@ -192,8 +192,9 @@ class MetricsLog:
     [2.5, 2.1]
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, fsync: bool = True) -> None:
         self.path = Path(path)
+        self.fsync = fsync  # False: flushed only (a per-step log a crash may cut short)
         self._tail_checked = False
 
     def append(self, record: dict[str, Any]) -> None:
@@ -208,7 +209,8 @@ class MetricsLog:
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
-            os.fsync(handle.fileno())
+            if self.fsync:
+                os.fsync(handle.fileno())
 
     def read(self) -> list[dict[str, Any]]:
         """All complete records (see `read_metrics`)."""

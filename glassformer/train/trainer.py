@@ -29,6 +29,7 @@ import torch
 from tqdm import tqdm
 
 from glassformer import fast
+from glassformer.formats.run_directory import PROGRESS
 from glassformer.inputs import ModelInputs
 from glassformer.models import TransformerModel
 from glassformer.train import checkpoint, metrics
@@ -67,6 +68,7 @@ class Trainer:
         sample: Callable[[TransformerModel], str] | None = None,
         extra_eval: Callable[[TransformerModel], dict[str, float]] | None = None,
         log: Callable[[str], None] = print,
+        on_eval: Callable[[TransformerModel, int], None] | None = None,
     ) -> None:
         self.run, self.settings = run, run.train
         # glassformer.fast: attention in float32 under bf16 autocast (CPU attention is slower
@@ -75,6 +77,7 @@ class Trainer:
         self.train_batches, self.val_batches = train_batches, val_batches
         self.run_dir = Path(run_dir)
         self.sample, self.extra_eval, self.log = sample, extra_eval, log
+        self.on_eval = on_eval  # called with (net, step) after each evaluation: the film
         s = self.settings
         self.optimizer = make_optimizer(
             net,
@@ -94,6 +97,7 @@ class Trainer:
         )
         self.step = 0
         self.metrics_log = metrics.MetricsLog(self.run_dir / "metrics.jsonl")
+        self.progress_log = metrics.MetricsLog(self.run_dir / PROGRESS, fsync=False)  # every step
         self.writer = None
 
     # one step -----------------------------------------------------------------------
@@ -189,6 +193,7 @@ class Trainer:
                 self._scalar("train/loss", loss)
                 self._scalar("train/grad_norm", norm)
                 self._scalar("train/lr", self.scheduler.get_last_lr()[0])
+                self._progress(loss, norm, tokens_per_s)
                 if self.step % s.eval_interval == 0 or self.step == s.steps:
                     last = self._evaluate_and_log(sum(window_loss) / len(window_loss), tokens_per_s)
                     window_loss, window_tokens, window_time = [], 0, 0.0
@@ -223,6 +228,8 @@ class Trainer:
         for key in ("val_loss", "val_accuracy", "val_ece", "val_ppl"):
             self._scalar(f"val/{key[4:]}", line[key])
         self._tensorboard_eval()
+        if self.on_eval is not None:
+            self.on_eval(self.net, self.step)
         shown = ", ".join(
             f"{k} {v:,.0f}" if k == "tokens_per_s" else f"{k} {v:.4g}"
             for k, v in line.items()
@@ -232,6 +239,12 @@ class Trainer:
         if "sample" in line:
             self.log("  sample: " + line["sample"].replace("\n", "\n          ")[:400])
         return line
+
+    def _progress(self, loss: float, norm: float, tokens_per_s: float) -> None:
+        """One line of ``progress.jsonl``: what the live charts of the workshop's lab read."""
+        line = {"step": self.step, "loss": round(loss, 5), "grad_norm": round(norm, 5)}
+        line |= {"lr": self.scheduler.get_last_lr()[0], "tokens_per_s": round(tokens_per_s, 1)}
+        self.progress_log.append(line | {"steps": self.settings.steps, "time": round(time.time(), 3)})
 
     # checkpoints --------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -256,6 +269,7 @@ class Trainer:
         checkpoint.restore_rng(state["rng"])
         self.step = int(state["step"])
         self.metrics_log.truncate_after(self.step)  # evaluations after the checkpoint are redone
+        self.progress_log.truncate_after(self.step)
         self.log(f"resumed {self.run_dir} at step {self.step}")
 
     # TensorBoard --------------------------------------------------------------------

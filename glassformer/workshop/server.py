@@ -15,6 +15,7 @@
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
+    /lab, /api/lab/...     the training lab (`lab_routes.py`, `lab.py`)
 
 Models are the ones the command line named, loaded once at start; the browser picks one
 by name and can never make the server read a path. Every request is validated and a bad
@@ -28,7 +29,7 @@ slower that way).
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,10 @@ from starlette.staticfiles import StaticFiles
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.http import RequestError, answer, read_body, request_error
 from glassformer.workshop.interventions import HeadInterventions
+from glassformer.workshop.lab import Lab
+from glassformer.workshop.lab_routes import lab_routes
 from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.streaming import token_events
@@ -63,18 +67,12 @@ SAMPLING_FIELDS = {
 }
 
 
-class RequestError(ValueError):
-    """A request the page must fix: answered with ``status`` and the message."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def create_app(models: dict[str, Any]) -> Starlette:
-    """The app serving ``models`` ({name: LanguageModel})."""
+def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starlette:
+    """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
+    under ``runs_root``."""
     if not models:
         raise ValueError("the workshop needs at least one model")
+    lab = Lab(runs_root)
     lock = asyncio.Lock()
     model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
 
@@ -92,35 +90,35 @@ def create_app(models: dict[str, Any]) -> Starlette:
         return JSONResponse({"models": [_describe(name, lm) for name, lm in models.items()]})
 
     async def walk(request: Request) -> JSONResponse:
-        body = await _body(request)
+        body = await read_body(request)
         lm, name = _model(models, body)
         work = run_model(payload.walk, _pass_input(body, lm), _settings(body), name)
-        return await _answer(work)
+        return await answer(work)
 
     async def stage(request: Request) -> JSONResponse:
-        body = await _body(request)
+        body = await read_body(request)
         lm, _ = _model(models, body)
         trace_name = body.get("name")
         if not isinstance(trace_name, str):
             raise RequestError("name must be a stage's trace name, such as 'blocks.0.attn.pattern'")
         work = run_model(payload.stage, _pass_input(body, lm), trace_name)
-        return await _answer(work)
+        return await answer(work)
 
     async def lens(request: Request) -> JSONResponse:
-        body = await _body(request)
+        body = await read_body(request)
         lm, _ = _model(models, body)
         if lm.config.family == "encoder" and not lm.config.mlm_head:
             raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
         work = run_model(lens_payload, _pass_input(body, lm))
-        return await _answer(work)
+        return await answer(work)
 
     async def tokens(request: Request) -> JSONResponse:
-        body = await _body(request)
+        body = await read_body(request)
         lm, _ = _model(models, body)
-        return await _answer(run_model(explain_tokens, lm, _text(body, lm)))
+        return await answer(run_model(explain_tokens, lm, _text(body, lm)))
 
     async def generate(request: Request) -> StreamingResponse:
-        body = await _body(request)
+        body = await read_body(request)
         lm, _ = _model(models, body)
         if lm.config.family == "encoder":
             raise RequestError("an encoder does not generate text; choose a decoder or an encoder-decoder")
@@ -152,7 +150,7 @@ def create_app(models: dict[str, Any]) -> Starlette:
         lm, _ = _model(models, query)
         numbers = {key: _index(query, key) for key in ("layer", "head")}
         work = run_model(view_html, lm, request.path_params["view"], _text(query, lm), *numbers.values())
-        return await _answer(work, HTMLResponse)
+        return await answer(work, HTMLResponse)
 
     routes = [
         Route("/", index),
@@ -164,32 +162,16 @@ def create_app(models: dict[str, Any]) -> Starlette:
         Route("/api/generate", generate, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
+        *lab_routes(lab, STATIC / "lab.html"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={RequestError: _request_error})
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        yield
+        await anyio.to_thread.run_sync(lab.shutdown)  # a run still going keeps its checkpoint
 
-async def _answer(work, response=JSONResponse):
-    """``response`` (JSON, or HTML) of what ``work`` returns; the library's ValueError /
-    TypeError on an input the checks above let through becomes a 400 with its message."""
-    try:
-        return response(await work)
-    except (ValueError, TypeError, KeyError) as error:
-        raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from error
-
-
-async def _request_error(request: Request, error: RequestError) -> JSONResponse:
-    return JSONResponse({"error": str(error)}, status_code=error.status)
-
-
-async def _body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RequestError("the request body must be JSON") from None
-    if not isinstance(body, dict):
-        raise RequestError('the request body must be a JSON object, such as {"model": ..., "text": ...}')
-    return body
+    return Starlette(routes=routes, exception_handlers={RequestError: request_error}, lifespan=lifespan)
 
 
 def _model(models: dict[str, Any], body: dict[str, Any]) -> tuple[Any, str]:

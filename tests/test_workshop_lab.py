@@ -1,0 +1,135 @@
+"""The training lab's API against real training processes (the `induction` preset, made
+small): start, refuse a second run, pause and resume, follow the run's events, stop with a
+checkpoint and go on from it. Every run lives under the test's tmp_path."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
+from glassformer.inspect.film import read_film
+from glassformer.workshop.server import create_app
+from tests.test_workshop_api import char_lm
+from tests.workshop_server import serving
+
+SMALL = {"train.steps": 40, "train.eval_interval": 10, "model.d_model": 32}
+TIMEOUT_S = 120
+
+
+def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def wait_for(condition, what: str, timeout: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def events(url: str, run: str, until) -> dict[str, list]:
+    """The lab's events for ``run`` until ``until(seen)`` holds: {event name: [data]}."""
+    seen: dict[str, list] = {}
+    with urllib.request.urlopen(f"{url}api/lab/events?run={run}", timeout=TIMEOUT_S) as stream:
+        name = None
+        for raw in stream:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                seen.setdefault(name, []).append(json.loads(line[6:]))
+                if until(seen):
+                    return seen
+    return seen
+
+
+@pytest.fixture
+def lab(tmp_path):
+    app = create_app({"tiny": char_lm()}, runs_root=tmp_path / "runs")
+    with serving(app) as url:
+        yield url, tmp_path / "runs"
+        call(url, "api/lab/stop", {})  # nothing left running (400 when nothing is)
+
+
+def test_a_run_starts_is_followed_and_records_its_film(lab):
+    url, runs = lab
+    status, overview = call(url, "api/lab")
+    assert status == 200 and "induction" in [p["name"] for p in overview["presets"]]
+    assert overview["fields"]["model.positions"]["allowed"][0] == "learned"
+    status, state = call(url, "api/lab/start", {"preset": "induction", "fields": SMALL})
+    assert status == 200 and state["run"] == "induction-lab" and state["status"] == "running"
+    status, refused = call(url, "api/lab/start", {"preset": "induction", "fields": SMALL})
+    assert status == 400 and "one run at a time" in refused["error"]
+    seen = events(url, "induction-lab", lambda s: any(x["status"] == "done" for x in s.get("state", [])))
+    steps = [line["step"] for batch in seen["progress"] for line in batch]
+    assert steps == list(range(1, 41))
+    assert [line["step"] for batch in seen["metrics"] for line in batch] == [10, 20, 30, 40]
+    frames = [frame for batch in seen["film"] for frame in batch]
+    assert (
+        [f["step"] for f in frames]
+        == [10, 20, 30, 40]
+        == [f["step"] for f in read_film(runs / "induction-lab")]
+    )
+    assert frames[0]["patterns"]["shape"][:2] == [2, 4] and len(frames[0]["induction"]) == 2
+    # a page that connects again gets the whole run
+    again = events(url, "induction-lab", lambda s: len(s.get("film", [[]])[0]) == 4)
+    assert len(again["progress"][0]) == 40
+
+
+def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
+    url, runs = lab
+    status, state = call(
+        url, "api/lab/start", {"preset": "induction", "fields": {**SMALL, "train.steps": 100000}}
+    )
+    assert status == 200
+    progress = runs / "induction-lab" / PROGRESS
+    wait_for(lambda: progress.exists() and progress.stat().st_size > 0, "the first steps")
+    assert call(url, "api/lab/pause", {})[1]["status"] == "paused"
+    time.sleep(0.5)  # a step in flight may still land
+    size = progress.stat().st_size
+    time.sleep(1.0)
+    assert progress.stat().st_size == size  # paused: not a step more
+    assert call(url, "api/lab/resume", {})[1]["status"] == "running"
+    wait_for(lambda: progress.stat().st_size > size, "steps after resuming")
+    status, state = call(url, "api/lab/stop", {})
+    assert status == 200 and state["status"] == "stopped"
+    assert (runs / "induction-lab" / TRAINER_STATE).exists()  # the checkpoint Ctrl-C saves
+    status, state = call(url, "api/lab/continue", {"run": "induction-lab"})
+    assert status == 200 and state["status"] == "running"
+    wait_for(lambda: "resumed" in call(url, "api/lab")[1]["state"]["log"], "the resumed run's log")
+    assert call(url, "api/lab/stop", {})[1]["status"] == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"preset": "nope"}, "no preset 'nope'"),
+        ({"preset": "induction", "fields": {"model.secret": 1}}, "does not change 'model.secret'"),
+        ({"preset": "induction", "fields": {"model.n_heads": 3}}, "divisible by n_heads=3"),
+        ({"preset": "induction", "fields": {"model.positions": "spiral"}}, "must be one of"),
+        ({"preset": "induction", "fields": {"train.steps": 0}}, "from 1 to"),
+        ({"preset": "induction", "fields": "all"}, "fields must be an object"),
+    ],
+)
+def test_bad_lab_requests_are_explained(lab, body, message):
+    url, _ = lab
+    status, answer = call(url, "api/lab/start", body)
+    assert status == 400 and message in answer["error"], answer
+    assert call(url, "api/lab/pause", {}) == (400, {"error": "no run is training now: nothing to pause"})
+    status, answer = call(url, "api/lab/continue", {"run": "../etc"})
+    assert status == 400 and "the name of a run" in answer["error"]
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(f"{url}api/lab/events?run=missing", timeout=TIMEOUT_S)
+    assert error.value.code == 404
