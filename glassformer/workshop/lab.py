@@ -15,6 +15,7 @@ follows a run started from the command line too, and reconnects to one in progre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -25,8 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from glassformer.config import ModelConfig
 from glassformer.formats.run_directory import FILM, METRICS, PROGRESS, TRAIN_CONFIG
-from glassformer.train.settings import apply_overrides, load_preset, preset_names
+from glassformer.train.settings import TrainConfig, apply_overrides, load_preset, preset_names
 
 # field -> (kind, allowed values or (least, most)): what the lab's form may change
 FIELDS: dict[str, tuple[type, Any]] = {
@@ -64,7 +66,7 @@ class Lab:
             values = {}
             for field in FIELDS:
                 table, key = field.split(".")
-                values[field] = config.get(table, {}).get(key)
+                values[field] = config.get(table, {}).get(key, _default(table, key))
             out.append({"name": name, "fields": values})
         return out
 
@@ -201,6 +203,13 @@ class Lab:
         busy = [r["name"] for r in self.runs() if r["active"] and r["name"] != self.run]  # ours has ended
         if busy:
             raise ValueError(f"{busy[0]} is training now (started elsewhere); one run at a time")
+
+
+def _default(table: str, key: str) -> Any:
+    """What a preset that does not set ``table.key`` gets: the ModelConfig / TrainConfig default."""
+    kind = ModelConfig if table == "model" else TrainConfig
+    field = kind.__dataclass_fields__.get(key)
+    return None if field is None or field.default is dataclasses.MISSING else field.default
 
 
 def _checked(field: str, value: Any) -> str:

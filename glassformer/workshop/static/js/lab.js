@@ -1,0 +1,190 @@
+// The training lab's page: choose a preset and the fields a learner would change, start,
+// pause, resume, stop, continue; then follow the run (GET api/lab/events, server-sent
+// events from its run directory, glassformer/workshop/lab_routes.py): live charts, the
+// samples, and the film of its checkpoints. The page reconnects to a run in progress, and
+// follows a run started from the command line too. State lives in this module only.
+
+import { el } from "./dom.js";
+import { number } from "./format.js";
+import { lineChart } from "./lab_charts.js";
+import { renderFilm } from "./lab_film.js";
+
+const $ = (id) => document.getElementById(id);
+const LAB_URL = "api/lab";
+const COLOURS = { train: "var(--attn)", val: "var(--ffn)", other: "var(--resid)" };
+
+let overview = null; // {presets, fields, runs, state}
+let following = ""; // the run whose events this page reads
+let source = null; // its EventSource
+let data = freshData();
+let filmIndex = null; // the frame shown (null: the latest)
+
+function freshData() {
+  return { progress: [], metrics: [], film: [], state: null };
+}
+
+function showMessage(text) {
+  $("message").textContent = text;
+  $("message").hidden = !text;
+}
+
+async function post(path, body = {}) {
+  const response = await fetch(`${LAB_URL}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(answer.error);
+  return answer;
+}
+
+// the form ------------------------------------------------------------------------------
+function drawForm() {
+  const form = $("lab-form");
+  const preset = el("select", { id: "preset", "aria-label": "preset", onchange: () => fillFields() },
+    overview.presets.map((p) => el("option", { value: p.name }, p.name)));
+  const fields = Object.entries(overview.fields).map(([name, spec]) => {
+    const input = spec.kind === "str"
+      ? el("select", { name, "aria-label": name }, spec.allowed.map((v) => el("option", { value: v }, v)))
+      : el("input", { name, type: "number", step: spec.kind === "int" ? "1" : "any", min: String(spec.range[0]), max: String(spec.range[1]), "aria-label": name });
+    return el("label", { class: "field" }, el("span", { class: "field-name" }, name.split(".")[1].replace("_", " ")), input);
+  });
+  form.replaceChildren(el("label", { class: "field" }, el("span", { class: "field-name" }, "preset"), preset), ...fields);
+  fillFields();
+}
+
+function fillFields() {
+  const chosen = overview.presets.find((p) => p.name === $("preset").value);
+  for (const [name, value] of Object.entries(chosen.fields)) {
+    const input = $("lab-form").elements[name];
+    if (input) input.value = value ?? "";
+  }
+}
+
+/** The fields that differ from the preset's own values (only those are sent). */
+function changedFields() {
+  const chosen = overview.presets.find((p) => p.name === $("preset").value);
+  const out = {};
+  for (const [name, spec] of Object.entries(overview.fields)) {
+    const raw = $("lab-form").elements[name].value;
+    if (raw === "") continue;
+    const value = spec.kind === "str" ? raw : Number(raw);
+    if (value !== chosen.fields[name]) out[name] = value;
+  }
+  return out;
+}
+
+function drawRuns() {
+  const select = $("run");
+  const names = overview.runs.map((r) => r.name);
+  if (following && !names.includes(following)) names.unshift(following);
+  select.replaceChildren(el("option", { value: "" }, "—"), names.map((n) => el("option", { value: n }, n)));
+  select.value = following;
+}
+
+// following a run -------------------------------------------------------------------------
+function follow(run) {
+  if (run === following && source) return;
+  source?.close();
+  following = run;
+  data = freshData();
+  filmIndex = null;
+  drawRuns();
+  drawAll();
+  if (!run) return;
+  source = new EventSource(`${LAB_URL}/events?run=${encodeURIComponent(run)}`);
+  source.addEventListener("open", () => { data = freshData(); }); // the server sends the whole run again
+  for (const kind of ["progress", "metrics", "film"]) {
+    source.addEventListener(kind, (event) => {
+      data[kind].push(...JSON.parse(event.data));
+      drawAll();
+    });
+  }
+  source.addEventListener("reset", (event) => {
+    data[JSON.parse(event.data)] = [];
+    drawAll();
+  });
+  source.addEventListener("state", (event) => {
+    data.state = JSON.parse(event.data);
+    drawAll();
+  });
+}
+
+function series(name, key, rows, colour, dots = false) {
+  return { name, colour, dots, points: rows.filter((r) => r[key] !== undefined).map((r) => [r.step, r[key]]) };
+}
+
+function drawAll() {
+  const { progress, metrics, film, state } = data;
+  const steps = progress.at(-1)?.steps ?? metrics.at(-1)?.step ?? 1;
+  const marker = film.length ? film[Math.min(filmIndex ?? film.length - 1, film.length - 1)].step : null;
+  $("charts").replaceChildren(
+    lineChart("loss", [series("train (each step)", "loss", progress, COLOURS.train), series("validation", "val_loss", metrics, COLOURS.val, true)], { steps, log: true, marker }),
+    lineChart("learning rate", [series("lr", "lr", progress, COLOURS.other)], { steps, marker }),
+    lineChart("gradient norm", [series("‖g‖ before clipping", "grad_norm", progress, COLOURS.train)], { steps, log: true, marker }),
+    lineChart("tokens / s", [series("tokens/s", "tokens_per_s", progress, COLOURS.other)], { steps, marker }),
+  );
+  $("charts").dataset.points = String(progress.length);
+  const last = progress.at(-1);
+  if (last) {
+    const perStep = progress.length > 1 ? (last.time - progress[0].time) / (progress.length - 1) : 0;
+    const left = Math.max(0, last.steps - last.step) * perStep;
+    $("eta").textContent = `step ${last.step} of ${last.steps} · loss ${number(last.loss, 3)} · ${number(last.tokens_per_s, 3)} tokens/s · about ${Math.round(left)} s to go`;
+  } else {
+    $("eta").textContent = following ? "waiting for the first step…" : "Choose a run to follow, or start one.";
+  }
+  const sampled = metrics.filter((m) => m.sample).at(-1);
+  $("sample").textContent = sampled ? `step ${sampled.step}: ${sampled.sample}` : "";
+  renderFilm($("film"), film, filmIndex, (index) => {
+    filmIndex = index;
+    drawAll();
+  });
+  $("log").textContent = state?.log ?? "";
+  const status = state?.status ?? "idle";
+  document.body.dataset.state = status;
+  $("status").textContent = following ? `${following}: ${status}` : "";
+  const own = state && overview.state && state.run === following && state.pid;
+  $("pause").disabled = !(own && status === "running");
+  $("resume").disabled = !(own && status === "paused");
+  $("stop").disabled = !(own && (status === "running" || status === "paused"));
+  $("continue").disabled = !following || ["running", "paused", "training elsewhere"].includes(status);
+}
+
+// the buttons ----------------------------------------------------------------------------
+async function act(path, body) {
+  try {
+    const state = await post(path, body);
+    showMessage("");
+    overview.state = state;
+    if (state.run) follow(state.run);
+    data.state = state;
+    drawAll();
+  } catch (error) {
+    showMessage(error.message);
+  }
+}
+
+$("start").addEventListener("click", () => act("/start", { preset: $("preset").value, fields: changedFields() }));
+$("pause").addEventListener("click", () => act("/pause"));
+$("resume").addEventListener("click", () => act("/resume"));
+$("stop").addEventListener("click", () => act("/stop"));
+$("continue").addEventListener("click", () => act("/continue", { run: following }));
+$("run").addEventListener("change", () => follow($("run").value));
+
+async function start() {
+  try {
+    overview = await (await fetch(LAB_URL)).json();
+  } catch (error) {
+    showMessage(`the workshop server did not answer (${error.message})`);
+    return;
+  }
+  drawForm();
+  const wanted = new URLSearchParams(window.location.search).get("run");
+  const active = overview.runs.find((r) => r.active)?.name;
+  follow(wanted || overview.state.run || active || "");
+  drawRuns();
+  drawAll();
+}
+
+start();
