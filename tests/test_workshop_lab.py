@@ -83,6 +83,11 @@ def test_a_run_starts_is_followed_and_records_its_film(lab):
         == [f["step"] for f in read_film(runs / "induction-lab")]
     )
     assert frames[0]["patterns"]["shape"][:2] == [2, 4] and len(frames[0]["induction"]) == 2
+    # the trained run opens as one more model of the workshop, by name only
+    assert call(url, "api/lab/open", {"run": "induction-lab"}) == (200, {"model": "runs/induction-lab"})
+    assert "runs/induction-lab" in [m["name"] for m in call(url, "api/models")[1]["models"]]
+    status, answer = call(url, "api/lab/open", {"run": "/etc"})
+    assert status == 400 and "the name of a run" in answer["error"]
     # a page that connects again gets the whole run
     again = events(url, "induction-lab", lambda s: len(s.get("film", [[]])[0]) == 4)
     assert len(again["progress"][0]) == 40

@@ -64,4 +64,8 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.reload()  # the page comes back to the run it started
     page.wait_for_selector(f'#film[data-frames="{STEPS // EVAL}"]', state="attached")
     assert page.locator("#status").inner_text() == "induction-lab: done"
+    page.click("#open")  # the trained run, walked through in the forward-pass page
+    page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+    assert lab.query()["model"] == "runs/induction-lab"
+    assert page.locator("#model option:checked").inner_text().startswith("runs/induction-lab")
     lab.close()

@@ -16,6 +16,8 @@
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
     /lab, /api/lab/...     the training lab (`lab_routes.py`, `lab.py`)
+    POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
+                           as one more model (its latest checkpoint), to walk or compare
 
 Models are the ones the command line named, loaded once at start; the browser picks one
 by name and can never make the server read a path. Every request is validated and a bad
@@ -41,6 +43,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from glassformer.loading import load
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
@@ -88,6 +91,16 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
 
     async def list_models(request: Request) -> JSONResponse:
         return JSONResponse({"models": [_describe(name, lm) for name, lm in models.items()]})
+
+    async def open_run(request: Request) -> JSONResponse:
+        """A run of the lab's runs root, loaded as one more model (by name: never a path)."""
+        try:
+            directory = lab.run_dir((await read_body(request)).get("run"))
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        name = f"runs/{directory.name}"
+        models[name] = await answer(run_model(load, directory), lambda lm: lm)  # its latest checkpoint
+        return JSONResponse({"model": name})
 
     async def walk(request: Request) -> JSONResponse:
         body = await read_body(request)
@@ -160,6 +173,7 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
         Route("/api/lens", lens, methods=["POST"]),
         Route("/api/tokens", tokens, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
+        Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         *lab_routes(lab, STATIC / "lab.html"),

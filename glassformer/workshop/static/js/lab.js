@@ -149,6 +149,7 @@ function drawAll() {
   $("resume").disabled = !(own && status === "paused");
   $("stop").disabled = !(own && (status === "running" || status === "paused"));
   $("continue").disabled = !following || ["running", "paused", "training elsewhere"].includes(status);
+  $("open").disabled = !following || !progress.length;
 }
 
 // the buttons ----------------------------------------------------------------------------
@@ -171,6 +172,16 @@ $("resume").addEventListener("click", () => act("/resume"));
 $("stop").addEventListener("click", () => act("/stop"));
 $("continue").addEventListener("click", () => act("/continue", { run: following }));
 $("run").addEventListener("change", () => follow($("run").value));
+$("open").addEventListener("click", async () => {
+  try {
+    const { model } = await post("/open", { run: following });
+    const query = { model };
+    if (data.film.length) query.text = data.film[0].tokens.join(""); // the probe: text the model reads
+    window.location.href = `./?${new URLSearchParams(query)}`;
+  } catch (error) {
+    showMessage(error.message);
+  }
+});
 
 async function start() {
   try {
