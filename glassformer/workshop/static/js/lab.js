@@ -18,6 +18,7 @@ let following = ""; // the run whose events this page reads
 let source = null; // its EventSource
 let data = freshData();
 let filmIndex = null; // the frame shown (null: the latest)
+let filmCompared = null; // a second frame to compare it with (null: none)
 
 function freshData() {
   return { progress: [], metrics: [], film: [], state: null };
@@ -90,6 +91,7 @@ function follow(run) {
   following = run;
   data = freshData();
   filmIndex = null;
+  filmCompared = null;
   drawRuns();
   drawAll();
   if (!run) return;
@@ -136,10 +138,11 @@ function drawAll() {
   }
   const sampled = metrics.filter((m) => m.sample).at(-1);
   $("sample").textContent = sampled ? `step ${sampled.step}: ${sampled.sample}` : "";
-  renderFilm($("film"), film, filmIndex, (index) => {
+  renderFilm($("film"), film, filmIndex, (index, compared) => {
     filmIndex = index;
+    filmCompared = compared;
     drawAll();
-  });
+  }, filmCompared);
   $("log").textContent = state?.log ?? "";
   const status = state?.status ?? "idle";
   document.body.dataset.state = status;

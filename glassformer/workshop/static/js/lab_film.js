@@ -11,7 +11,8 @@ import { thumbnail } from "./heatmap.js";
 const THUMB = 64;
 const ROLE_COLOURS = { previous_token: "var(--attn)", induction: "var(--ffn)" };
 
-function roleTable(frame) {
+/** Each head's role scores; with `other` (a second checkpoint), both and the change. */
+function roleTable(frame, other = null) {
   const roles = ["previous_token", "induction"].filter((r) => frame[r]);
   const layers = frame.previous_token.length;
   const heads = frame.previous_token[0].length;
@@ -20,9 +21,11 @@ function roleTable(frame) {
     for (let h = 0; h < heads; h += 1) {
       rows.push(el("tr", { dataset: { layer: l, head: h } }, el("th", {}, `${l}.${h}`), roles.map((role) => {
         const value = frame[role][l][h];
+        const before = other?.[role]?.[l]?.[h];
         return el("td", { class: "role-cell", dataset: { role, value } },
           el("span", { class: "role-bar", style: { width: `${Math.round(60 * value)}px`, background: ROLE_COLOURS[role] } }),
-          ` ${number(value, 2)}`);
+          ` ${number(value, 2)}`,
+          before === undefined ? "" : el("span", { class: "role-change", dataset: { before } }, ` (step ${other.step}: ${number(before, 2)}, ${value >= before ? "+" : "−"}${number(Math.abs(value - before), 2)})`));
       })));
     }
   }
@@ -63,8 +66,11 @@ function projection(frame) {
     ...points.map(([a, b], i) => svg("text", { x: px(a), y: py(b), "text-anchor": "middle", class: "film-dot" }, tokenText(frame.tokens[i]))));
 }
 
-/** The film in `node` for `frames`; `onStep(step)` tells the page the step shown. */
-export function renderFilm(node, frames, chosen, onStep) {
+/**
+ * The film in `node` for `frames`: the frame at index `chosen` (null: the latest), beside
+ * the frame at index `compared` if set. `onStep(index, compared)` tells the page a change.
+ */
+export function renderFilm(node, frames, chosen, onStep, compared = null) {
   if (!frames.length) {
     node.replaceChildren(el("p", { class: "hint" }, "No frame yet: the first comes with the first evaluation."));
     return;
@@ -72,14 +78,19 @@ export function renderFilm(node, frames, chosen, onStep) {
   const index = Math.min(chosen ?? frames.length - 1, frames.length - 1);
   const frame = frames[index];
   const slider = el("input", { type: "range", min: "0", max: String(frames.length - 1), value: String(index), class: "film-slider", "aria-label": "checkpoint" });
-  slider.addEventListener("input", () => onStep(Number(slider.value)));
+  slider.addEventListener("input", () => onStep(Number(slider.value), compared));
+  const other = compared === null ? null : frames[Math.min(compared, frames.length - 1)];
+  const against = el("select", { class: "film-compare", "aria-label": "compare with checkpoint", onchange: () => onStep(index, against.value === "" ? null : Number(against.value)) },
+    el("option", { value: "" }, "—"),
+    frames.map((f, i) => el("option", { value: String(i), selected: i === compared }, `step ${f.step}`)));
   node.replaceChildren(
     el("label", { class: "film-scrub" }, `checkpoint ${index + 1} of ${frames.length}: step ${frame.step} `, slider),
     el("p", { class: "hint" }, `The probe: ${frame.tokens.map(tokenText).join(" ")}`),
     el("h3", {}, "Attention of every head on the probe"),
     patternGrid(frame),
     el("h3", {}, "Head roles"),
-    roleTable(frame),
+    el("label", { class: "hint" }, "compare with checkpoint ", against),
+    roleTable(frame, other),
     el("div", { class: "film-pair" },
       el("div", {}, el("h3", {}, "Logit lens at the last position"), lensLine(frame)),
       el("div", {}, el("h3", {}, "The last stream, projected (PCA)"), projection(frame))),
