@@ -31,6 +31,9 @@ ROPE_STYLES = ("rotate_half", "interleaved")
 ROPE_SCALINGS = ("none", "linear", "ntk")
 SINUSOIDAL_STYLES = ("interleaved", "halved")
 INITS = ("gpt2", "xavier")
+# What one vector per sequence is made of, for the classification head (models/classifier.py)
+CLASSIFIER_POOLINGS = ("cls", "mean", "pooler", "last")
+DEFAULT_POOLING = {"encoder": "cls", "decoder": "last"}
 DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout")
 
 
@@ -41,7 +44,9 @@ class ModelConfig:
     Defaults describe a small GPT-2-style decoder. Optional sizes left as ``None`` are
     derived in ``__post_init__``: ``n_kv_heads = n_heads`` (multi-head attention),
     ``d_head = d_model // n_heads``, ``d_ff = 4 * d_model``,
-    ``n_decoder_layers = n_layers``.
+    ``n_decoder_layers = n_layers``, and for a classifier (``n_classes > 0``)
+    ``classifier_pooling``: ``"cls"`` (the first token) for an encoder, ``"last"`` (the
+    last real token) for a decoder.
     """
 
     family: str = "decoder"
@@ -85,6 +90,10 @@ class ModelConfig:
     lm_head_input_scale: float = 1.0  # T5 with tied embeddings: d_model**-0.5
     mlm_head: bool = True  # encoder only: masked-LM head (absent in sentence encoders)
     pooler: bool = False  # BERT's tanh pooler on the first token (encoder only)
+    # sequence classification (encoder or decoder): a head W_c over one pooled vector
+    n_classes: int = 0  # 0 = no classification head
+    classifier_pooling: str | None = None  # None: "cls" for an encoder, "last" for a decoder
+    class_names: tuple[str, ...] = ()  # optional, one per class (e.g. "comedy", "history")
     # dropout
     embed_dropout: float = 0.0
     attn_dropout: float = 0.0
@@ -106,9 +115,13 @@ class ModelConfig:
             "d_ff": 4 * self.d_model,
             "n_decoder_layers": self.n_layers,
         }
+        if self.n_classes and self.family in DEFAULT_POOLING:
+            fill["classifier_pooling"] = DEFAULT_POOLING[self.family]
         for name, value in fill.items():
             if getattr(self, name) is None and value is not None:
                 object.__setattr__(self, name, value)
+        if isinstance(self.class_names, list):  # from JSON
+            object.__setattr__(self, "class_names", tuple(self.class_names))
         self._validate()
 
     def _derived_d_head(self) -> int:
@@ -190,6 +203,43 @@ class ModelConfig:
             raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
         if self.pooler and self.family != "encoder":
             raise ValueError(f"pooler=True is only for family='encoder', not {self.family!r}")
+        self._check_classifier()
+
+    def _check_classifier(self) -> None:
+        """The classification head: how many classes, how a sequence is pooled, their names."""
+        n = self.n_classes
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n == 1:
+            raise ValueError(f"n_classes={n!r} must be 0 (no classification head) or an integer >= 2")
+        names = self.class_names
+        if not isinstance(names, tuple) or not all(isinstance(x, str) and x for x in names):
+            raise ValueError(f"class_names={names!r} must be a list of non-empty strings")
+        if names and (len(names) != n or len(set(names)) != n):
+            raise ValueError(f"class_names={list(names)} must name each of the n_classes={n} classes once")
+        if not n:
+            return
+        if self.family not in DEFAULT_POOLING:
+            raise ValueError(
+                f"n_classes={n}: a classification head sits on an encoder or a decoder, not {self.family!r}"
+            )
+        pooling = self.classifier_pooling
+        if pooling not in CLASSIFIER_POOLINGS:
+            raise ValueError(
+                f"classifier_pooling={pooling!r} is not supported; allowed values: "
+                + ", ".join(repr(a) for a in CLASSIFIER_POOLINGS)
+            )
+        if self.family == "decoder" and pooling not in ("last", "mean"):
+            raise ValueError(
+                f"classifier_pooling={pooling!r} does not suit a decoder: under the causal mask only the "
+                "last token has seen the whole sequence; use 'last' (or 'mean')"
+            )
+        if self.family == "encoder" and pooling == "last":
+            raise ValueError(
+                "classifier_pooling='last' is for decoders; an encoder uses 'cls', 'mean' or 'pooler'"
+            )
+        if pooling == "pooler" and not self.pooler:
+            raise ValueError(
+                "classifier_pooling='pooler' needs BERT's pooler: set pooler=True, or use 'cls' or 'mean'"
+            )
 
     # derived views ---------------------------------------------------------------
     @property

@@ -13,6 +13,7 @@ Each family's forward pass (`ModelInputs.forward`):
 | encoder (MLM head) | ``net(ids, mask)`` | masked-LM logits b t v |
 | encoder (sentence encoder) | ``net.encode(ids, mask)`` | hidden states b t d |
 | encoder_decoder | ``net(ids, decoder_ids, mask)`` | logits b t' v at the decoder positions |
+| classifier (``n_classes > 0``) | ``net.classify(ids, mask)`` | class logits b c |
 
 An encoder-decoder's decoder input defaults to its start token alone; text given as the
 decoder input becomes the start token followed by the text's tokens (teacher forcing).
@@ -164,8 +165,13 @@ class ModelInputs:
         decoder_attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The family's forward pass for b t ids: logits b t v (hidden states b t d for a
-        sentence encoder without an MLM head). See the table in the module docstring."""
+        sentence encoder without an MLM head; class logits b c for a classifier). See the
+        table in the module docstring."""
         net = self.net
+        if net.classifier is not None:  # a classifier's output is its class logits
+            if decoder_ids is not None:
+                raise ValueError("decoder_input is only for encoder-decoder models, not a classifier")
+            return net.classify(ids, attention_mask)
         if isinstance(net, EncoderDecoderLM):
             if decoder_ids is None:
                 decoder_ids = self.decoder_ids(None, len(ids))

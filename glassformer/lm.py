@@ -161,6 +161,23 @@ class LanguageModel:
             vectors = self.net.pool(hidden, mask, pooling)  # n d
         return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
 
+    def classify(self, texts: Sequence[str] | TokenInput) -> torch.Tensor:
+        """Class probabilities n c of a classifier, softmax(W_c pooled + b_c), one row per
+        text (right-padded as a batch; longer texts keep their first max_seq_len tokens).
+        ``config.class_names`` names the columns."""
+        if self.net.classifier is None:
+            raise ValueError(
+                "classify() needs a model with a classification head (config.n_classes > 0); "
+                "train one with `glassformer train --preset genre-scratch`"
+            )
+        if isinstance(texts, str):
+            texts = [texts]
+        inputs = self.inputs
+        rows = [self._truncated(inputs.ids(t)[0].tolist()) for t in texts]
+        ids, mask = right_pad(rows, self.config.pad_token_id or 0, inputs.device)  # n t
+        with torch.no_grad():
+            return torch.softmax(self.net.classify(ids, mask).float(), dim=-1)  # n c
+
     def _truncated(self, row: list[int]) -> list[int]:
         """At most ``embed_max_tokens`` tokens (as sentence-transformers truncates), keeping
         a closing special token such as [SEP]: the last token of encoding an empty text."""

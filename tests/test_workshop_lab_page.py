@@ -61,7 +61,9 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     assert float(cell.get_attribute("data-value")) == frames[0]["induction"][1][0]
     assert page.locator("#charts .marker").count() == 4  # the checkpoint marked on each chart
     page.select_option(".film-compare", "3")  # the first checkpoint beside the last
-    change = page.locator('.film-roles tr[data-layer="1"][data-head="0"] [data-role="induction"] .role-change')
+    change = page.locator(
+        '.film-roles tr[data-layer="1"][data-head="0"] [data-role="induction"] .role-change'
+    )
     assert float(change.get_attribute("data-before")) == frames[3]["induction"][1][0]
     lab.shot("lab", full_page=True)
     page.reload()  # the page comes back to the run it started

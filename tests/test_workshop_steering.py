@@ -163,3 +163,23 @@ def test_compare_shows_two_models_lens_layer_by_layer(workshop, models):  # noqa
     page.locator("#compare-panel").scroll_into_view_if_needed()
     workshop.shot("compare", full_page=False)
     workshop.close()
+
+
+def test_two_explanations_side_by_side_are_the_library_s(workshop, models):  # noqa: F811
+    from glassformer.workshop.explanations import explain
+
+    page, lm = workshop.page, models["tiny"]
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page.select_option("#explain .xp-method >> nth=0", "ig")
+    page.select_option("#explain .xp-method >> nth=1", "gxi")
+    page.click("#explain .xp-go")
+    page.wait_for_selector('#explain[data-state="ready"]', state="attached")
+    rows = page.locator("#explain .xp-row")
+    assert rows.count() == 2
+    for i, method in enumerate(("ig", "gxi")):
+        expected = explain(lm, TEXT, method)
+        shown = rows.nth(i).locator(".xp-token").evaluate_all("ts => ts.map(t => t.dataset.score)")
+        assert len(shown) == len(expected["tokens"]) == len(TEXT)
+        assert [float(v) for v in shown] == pytest.approx(expected["scores"], rel=1e-5, abs=1e-7)
+    workshop.shot("explain", full_page=False)
+    workshop.close()

@@ -25,6 +25,7 @@ CHOICES = {
     "rope_scaling": config_module.ROPE_SCALINGS,
     "sinusoidal_style": config_module.SINUSOIDAL_STYLES,
     "init": config_module.INITS,
+    "classifier_pooling": config_module.CLASSIFIER_POOLINGS,
 }
 
 
@@ -68,6 +69,14 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         if base is bool:
             group.add_argument(
                 flag, action=argparse.BooleanOptionalAction, default=None, help=f"(default: {default})"
+            )
+        elif typing.get_origin(hint) is tuple:  # --class-names comedy,history,tragedy
+            group.add_argument(
+                flag,
+                type=lambda text: tuple(part.strip() for part in text.split(",")),
+                default=None,
+                metavar="A,B,...",
+                help=f"comma-separated (default: {', '.join(default) or 'none'})",
             )
         elif field.name in CHOICES:
             group.add_argument(flag, choices=CHOICES[field.name], default=None, help=f"(default: {default})")

@@ -9,7 +9,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "eval",
         help="evaluate a run on its validation data",
-        description="Recompute validation loss, perplexity, accuracy and calibration.",
+        description="Recompute validation loss, perplexity, accuracy and calibration (and a classifier's "
+        "macro-F1 and confusion matrix).",
     )
     parser.add_argument("run_dir", metavar="run", help="a run directory")
     parser.add_argument("--data-dir", default=None)
@@ -41,5 +42,22 @@ def run(args: argparse.Namespace) -> int:
         f"{result.perplexity:.3f}, accuracy {result.accuracy:.4f}, calibration error {result.ece:.4f}"
     )
     if prepared.extra_eval is not None:
-        print(", ".join(f"{k} {v}" for k, v in prepared.extra_eval(net).items()))
+        extra = prepared.extra_eval(net)
+        matrix = extra.pop("confusion_matrix", None)
+        print(", ".join(f"{k} {v}" for k, v in extra.items()))
+        if matrix is not None:
+            print(confusion_table(matrix, net.config.class_names))
     return 0
+
+
+def confusion_table(matrix: list[list[int]], names: tuple[str, ...] = ()) -> str:
+    """The confusion matrix as text: a row per true class, a column per predicted class."""
+    names = names or tuple(str(k) for k in range(len(matrix)))
+    width = max(len(n) for n in [*names, *(str(c) for row in matrix for c in row)]) + 2
+    lines = ["confusion matrix (rows: true class, columns: predicted)"]
+    lines.append(" " * width + "".join(n.rjust(width) for n in names))
+    lines += [
+        n.rjust(width) + "".join(str(c).rjust(width) for c in row)
+        for n, row in zip(names, matrix, strict=True)
+    ]
+    return "\n".join(lines)

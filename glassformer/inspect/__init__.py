@@ -38,6 +38,16 @@ from glassformer.inspect.embedding_geometry import (
     project,
     token_embeddings,
 )
+from glassformer.inspect.explain_lime import lime_weights
+from glassformer.inspect.explain_methods import explain_tokens
+from glassformer.inspect.explain_shap import shap_values
+from glassformer.inspect.explanations import (
+    TextClassifier,
+    label_probability,
+    next_token_probability,
+    sentence_similarity,
+)
+from glassformer.inspect.fine_tuning import AttentionShift, attention_shift
 from glassformer.inspect.head_roles import (
     HeadRoles,
     first_token_scores,
@@ -58,6 +68,7 @@ from glassformer.inspect.interventions import (
     patching_sweep,
 )
 from glassformer.inspect.logit_lens import LogitLens, logit_lens, unembed
+from glassformer.inspect.masked_score import MaskedScore, masked_score
 from glassformer.inspect.rollout import (
     attention_flow,
     attention_rollout,
@@ -93,9 +104,12 @@ __all__ = [
     "separator_attention",
     "separator_positions",
     "unembed",
-    # attribution, interventions, embedding geometry
+    # attribution, explanations (LIME, SHAP), interventions, embedding geometry
     "AblationEffect",
+    "AttentionShift",
     "Attribution",
+    "MaskedScore",
+    "TextClassifier",
     "Neighbours",
     "PatchEffect",
     "PatchingSweep",
@@ -104,20 +118,28 @@ __all__ = [
     "Trajectory",
     "ablate_head",
     "analogy",
+    "attention_shift",
     "attention_x_gradient",
     "cosine_similarity",
+    "explain_tokens",
     "gradient_x_input",
     "head_ablation_hook",
     "head_patch_hook",
     "head_scale_hook",
     "hidden_state_trajectory",
     "integrated_gradients",
+    "label_probability",
+    "lime_weights",
     "make_target",
+    "masked_score",
     "nearest_sentences",
     "nearest_tokens",
+    "next_token_probability",
     "occlusion",
     "patch_activation",
     "patching_sweep",
     "project",
+    "sentence_similarity",
+    "shap_values",
     "token_embeddings",
 ]

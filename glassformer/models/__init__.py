@@ -1,4 +1,5 @@
-"""The three model families and `build`, which picks one from a config."""
+"""The three model families and `build`, which picks one from a config; `with_classifier`
+puts a new classification head on a (pretrained) encoder or decoder."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from glassformer.models.base import TransformerModel
 from glassformer.models.decoder import DecoderLM
 from glassformer.models.encoder import EncoderModel
 from glassformer.models.encoder_decoder import EncoderDecoderLM
+from glassformer.models.fine_tune import with_classifier
 
 FAMILY_CLASSES = {"decoder": DecoderLM, "encoder": EncoderModel, "encoder_decoder": EncoderDecoderLM}
 
@@ -36,4 +38,4 @@ def build(
     return net
 
 
-__all__ = ["DecoderLM", "EncoderDecoderLM", "EncoderModel", "TransformerModel", "build"]
+__all__ = ["DecoderLM", "EncoderDecoderLM", "EncoderModel", "TransformerModel", "build", "with_classifier"]

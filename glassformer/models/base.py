@@ -2,8 +2,10 @@
 attention backend and the unembedding.
 
 Each family is a `TransformerModel` built by composition: one `TransformerStack`
-(decoder, encoder) or two (encoder-decoder), and a head. Nothing is set up after
-construction: the stacks name their hook points as they are built.
+(decoder, encoder) or two (encoder-decoder), and a head. An encoder or a decoder may also
+carry a sequence-classification head (``config.n_classes``; `glassformer.models.classifier`),
+run by ``classify``. Nothing is set up after construction: the stacks and the head name
+their hook points as they are built.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 from torch import nn
 
 from glassformer.config import ModelConfig
+from glassformer.models.classifier import ClassificationHead
 from glassformer.models.stack import TransformerStack
 from glassformer.nn import hooks
 from glassformer.nn.attention import AttentionBackend
@@ -35,6 +38,7 @@ class TransformerModel(nn.Module):
         self.config = config
         self.attention = AttentionBackend()
         self.hook_logits = HookPoint("logits")
+        self.classifier: ClassificationHead | None = None  # set by a family when config.n_classes
 
     @property
     def stacks(self) -> list[TransformerStack]:
@@ -56,6 +60,8 @@ class TransformerModel(nn.Module):
         """Every named activation of this model, in forward order: name -> HookPoint (made on
         first use, once the subclass has built its stacks; the stacks never change after)."""
         points = {name: p for stack in self.stacks for name, p in stack.hook_points.items()}
+        if self.classifier is not None:
+            points.update(self.classifier.hook_points)  # classifier.pooled, classifier.logits
         return hooks.sort_forward({**points, "logits": self.hook_logits})
 
     def hooks(self, mapping: Mapping[str, HookFn]) -> contextlib.AbstractContextManager[None]:
@@ -106,6 +112,28 @@ class TransformerModel(nn.Module):
         if self.config.lm_head_input_scale != 1.0:
             x = x * self.config.lm_head_input_scale
         return self.lm_head(x)
+
+    def classify(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Class logits of the sequence-classification head: b t -> b c.
+
+        The final hidden states (``final_norm``) are pooled as ``config.classifier_pooling``
+        says, then ``logits = W_c pooled + b_c`` (`glassformer.models.classifier`)."""
+        if self.classifier is None:
+            raise ValueError(
+                "this model has no classification head (config.n_classes=0); build one with "
+                "config.replace(n_classes=...), or put a new head on it with models.with_classifier"
+            )
+        self.check_ids(input_ids)
+        hidden = self.output_stack(
+            input_ids, attention_mask, token_type_ids=token_type_ids, backend=self.attention
+        )  # b t d
+        return self.classifier(hidden, attention_mask, getattr(self, "pooler", None))  # b c
 
     def num_parameters(self) -> int:
         """Distinct parameters (tied weights counted once)."""

@@ -1,6 +1,7 @@
 """Decoder-only language model: GPT-2 style through Llama style, by configuration.
 
     logits = LM_head(final_norm(blocks(embed(ids))))        causal self-attention only
+    class logits = W_c final_norm(...)[last real token]    (classification head, optional)
 
 GPT-2: learned positions, LayerNorm pre-norm, GELU (tanh), biases, tied head.
 Llama: RoPE, RMSNorm pre-norm, SwiGLU, no biases, grouped-query attention.
@@ -13,6 +14,7 @@ from torch import nn
 
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
+from glassformer.models.classifier import ClassificationHead
 from glassformer.models.stack import TransformerStack
 from glassformer.nn.init import init_weights
 from glassformer.nn.kv_cache import KVCache
@@ -27,6 +29,7 @@ class DecoderLM(TransformerModel):
         token = nn.Embedding(config.vocab_size, config.d_model)
         self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=True)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=config.lm_head_bias)
+        self.classifier = ClassificationHead(config) if config.n_classes else None
         init_weights(self, config)
         self.tie_weights()
 

@@ -4,6 +4,7 @@ hidden = blocks(embed(ids, segments))                    no causal mask
 MLM logits = W_E^T . LN(act(W_t hidden + b_t)) + b       (BERT's prediction head)
 pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optional)
 mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
+class logits = W_c pool(hidden) + b_c                    (classification head, optional)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from torch import nn
 
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
+from glassformer.models.classifier import ClassificationHead, pool_sequence
 from glassformer.models.stack import TransformerStack
 from glassformer.nn.ffn import ACTIVATION_FNS
 from glassformer.nn.init import init_weights
@@ -45,6 +47,7 @@ class EncoderModel(TransformerModel):
         self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=False)
         self.mlm_head = MLMHead(config) if config.mlm_head else None
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
+        self.classifier = ClassificationHead(config) if config.n_classes else None
         init_weights(self, config)
         self.tie_weights()
 
@@ -79,16 +82,8 @@ class EncoderModel(TransformerModel):
         attention_mask: torch.Tensor | None = None,
         mode: str = "mean",
     ) -> torch.Tensor:
-        """One vector per sequence: b t d -> b d (``mean`` over real tokens, ``cls``, ``pooler``)."""
-        if mode == "mean":
-            if attention_mask is None:
-                return hidden.mean(dim=1)
-            weights = attention_mask.to(hidden.dtype).unsqueeze(-1)  # b t 1
-            return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-        if mode == "cls":
-            return hidden[:, 0]
-        if mode == "pooler":
-            if self.pooler is None:
-                raise ValueError("this model has no pooler (config.pooler=False); use mode='mean' or 'cls'")
-            return torch.tanh(self.pooler(hidden[:, 0]))
-        raise ValueError(f"mode={mode!r}; allowed values: {', '.join(POOLINGS)}")
+        """One vector per sequence: b t d -> b d (``mean`` over real tokens, ``cls``, ``pooler``;
+        see `glassformer.models.classifier.pool_sequence`)."""
+        if mode not in POOLINGS:
+            raise ValueError(f"mode={mode!r}; allowed values: {', '.join(POOLINGS)}")
+        return pool_sequence(hidden, attention_mask, mode, self.pooler)

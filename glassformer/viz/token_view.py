@@ -1,7 +1,9 @@
 """`TokenView`: the text, each token coloured by a per-token score, the value on hover.
 
 Any score with one number per token works: an attribution, the entropy of the prediction
-at each position, a logit-lens probability. Several named scores get a selector.
+at each position, a logit-lens probability. Several named scores get a selector, or with
+``layout="rows"`` one row each, one above the other: two explanations of the same
+prediction side by side (`TokenView.from_attributions`).
 
 Colour scales: ``"diverging"`` (blue below ``center``, white at it, red above; symmetric,
 for signed scores such as attributions), ``"sequential"`` (white to dark blue, from
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # annotations only: the facade sits above the views
     from glassformer.lm import LanguageModel
 
 SCALES = ("auto", "diverging", "sequential")
+LAYOUTS = ("select", "rows")  # several scores: a selector, or one row of the text each
 # Scores `from_lm` computes from the model's own predictions (log base 2: bits).
 LM_SCORES = ("surprisal", "entropy")
 
@@ -41,7 +44,8 @@ class TokenView(View):
 
     ``scores``: t values, or a mapping name -> t values; ``label`` names a lone score;
     ``scale``: one of ``SCALES``; ``vmin``, ``vmax``, ``center``: the colour range
-    (default: the data's range; ``center`` 0 for diverging scales).
+    (default: each score's own range; ``center`` 0 for diverging scales); ``layout``: one of
+    ``LAYOUTS``.
     """
 
     kind = "token"
@@ -57,9 +61,12 @@ class TokenView(View):
         vmax: float | None = None,
         center: float = 0.0,
         title: str = "",
+        layout: str = "select",
     ) -> None:
         if scale not in SCALES:
             raise ValueError(f"scale={scale!r} is not one of {SCALES}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout={layout!r} is not one of {LAYOUTS}")
         named = dict(scores) if isinstance(scores, Mapping) else {label: scores}
         if not named:
             raise ValueError("scores is empty: pass t values, or a mapping name -> t values")
@@ -70,7 +77,31 @@ class TokenView(View):
             if len(values) != n:
                 raise ValueError(f"score {name!r} has {len(values)} values for {n} tokens")
         self.scale, self.vmin, self.vmax, self.center = scale, vmin, vmax, float(center)
-        self.title = title
+        self.title, self.layout = title, layout
+
+    @classmethod
+    def from_attributions(cls, attributions: Sequence[Any], **options: Any) -> TokenView:
+        """One row per explanation of the same prediction (`glassformer.inspect.Attribution`s:
+        ``tokens``, ``scores``, ``method``, ``target``), each on its own colour scale, since
+        the methods' units differ (LIME's weights, SHAP's values, gradients)."""
+        results = list(attributions)
+        if not results:
+            raise ValueError("from_attributions needs at least one attribution")
+        first = results[0]
+        for other in results[1:]:
+            if list(other.tokens) != list(first.tokens) or other.target != first.target:
+                raise ValueError(
+                    f"{other.method} explains {other.target!r} on {len(other.tokens)} tokens, "
+                    f"{first.method} explains {first.target!r} on {len(first.tokens)}: rows side by "
+                    "side must explain the same prediction of the same tokens"
+                )
+        names = [r.method for r in results]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two rows would have the same name: {names}")
+        options.setdefault("layout", "rows")
+        options.setdefault("scale", "diverging")
+        options.setdefault("title", f"Explanations of the {first.target}")
+        return cls(first.tokens, {r.method: r.scores for r in results}, **options)
 
     @classmethod
     def from_lm(
@@ -141,6 +172,7 @@ class TokenView(View):
     def _content(self) -> dict[str, Any]:
         return {
             "title": self.title,
+            "layout": self.layout,
             "tokens": self.tokens,
             "scores": [
                 {"name": name, "values": encode_float32(values), **self._colour_range(values)}

@@ -12,6 +12,8 @@
     POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
                            -> what each layer would predict at the last position (`lens.py`)
     POST /api/tokens       {model, text} -> how the tokenizer cut the text (`tokenization.py`)
+    POST /api/explain      {model, text, method, target?, keep_first?} -> one attribution per
+                           token (`explanations.py`: LIME, SHAP, IG, occlusion, gradient x input)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,7 @@ from glassformer.loading import load
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.explanations import explain as explain_prediction
 from glassformer.workshop.http import RequestError, answer, read_body, request_error
 from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.lab import Lab
@@ -125,6 +129,18 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
         work = run_model(lens_payload, _pass_input(body, lm))
         return await answer(work)
 
+    async def explain(request: Request) -> JSONResponse:
+        body = await read_body(request)
+        lm, _ = _model(models, body)
+        target, keep_first = body.get("target"), body.get("keep_first", False)
+        if isinstance(target, bool) or (target is not None and not isinstance(target, (str, int))):
+            raise RequestError("target must be a token (text or id), or for a sentence encoder a sentence")
+        if not isinstance(keep_first, bool):
+            raise RequestError("keep_first must be true or false")
+        explain_one = functools.partial(explain_prediction, keep_first=keep_first)
+        work = run_model(explain_one, lm, _text(body, lm), body.get("method"), target)
+        return await answer(work)
+
     async def tokens(request: Request) -> JSONResponse:
         body = await read_body(request)
         lm, _ = _model(models, body)
@@ -172,6 +188,7 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
         Route("/api/stage", stage, methods=["POST"]),
         Route("/api/lens", lens, methods=["POST"]),
         Route("/api/tokens", tokens, methods=["POST"]),
+        Route("/api/explain", explain, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),

@@ -1,6 +1,9 @@
 /* Glassformer token view: the text, each token on a background coloured by a per-token
- * score (sequential: white -> blue; diverging: blue < center < red), the value on hover;
- * a selector when there are several scores. NaN (no value) stays white.
+ * score (sequential: white -> blue; diverging: blue < center < red), the value on hover.
+ * Several scores: a selector (layout "select"), or one row of the text per score, each with
+ * its own label and legend (layout "rows": two methods side by side on one prediction;
+ * hovering a token outlines it in every row and the tooltip lists every row's value).
+ * NaN (no value) stays white.
  */
 (function () {
   "use strict";
@@ -17,33 +20,49 @@
     async render() {
       const { core, p, root } = this;
       this.values = await Promise.all(p.scores.map((score) => core.array(score.values)));
-      core.header(root, p.title, "Hover a token for its value.");
+      const rows = p.layout === "rows";
+      core.header(root, p.title, rows ? "Hover a token for its value in every row." : "Hover a token for its value.");
       this.tip = core.tooltip(root);
-      const bar = root.appendChild(core.el("div", "gfv-bar"));
-      if (p.scores.length > 1) {
-        const wrap = bar.appendChild(core.el("label", "", "Score "));
-        const select = wrap.appendChild(core.el("select", "gfv-select"));
-        p.scores.forEach((score, n) => select.appendChild(new Option(score.name, String(n))));
-        select.addEventListener("change", () => this.show(Number(select.value)));
+      if (rows) {
+        // one panel per score, each drawn once
+        this.panels = p.scores.map((score, n) => this.panel(root, n, "gfv-token-row"));
+        this.panels.forEach((panel, n) => this.paint(panel, n));
+      } else {
+        const panel = this.panel(root, 0, "");
+        if (p.scores.length > 1) {
+          const wrap = panel.bar.insertBefore(core.el("label", "", "Score "), panel.legend);
+          const select = wrap.appendChild(core.el("select", "gfv-select"));
+          p.scores.forEach((score, n) => select.appendChild(new Option(score.name, String(n))));
+          select.addEventListener("change", () => this.show(Number(select.value)));
+        }
+        this.panels = [panel];
+        this.show(0);
       }
-      this.legend = bar.appendChild(core.el("div", "gfv-legend"));
-      const text = root.appendChild(core.el("div", "gfv-text"));
-      this.words = p.tokens.map((token, i) => {
+    }
+
+    // A bar (legend, and in rows its label) above the tokens of one score.
+    panel(root, n, className) {
+      const { core, p } = this;
+      const box = root.appendChild(core.el("div", className));
+      const bar = box.appendChild(core.el("div", "gfv-bar"));
+      const legend = bar.appendChild(core.el("div", "gfv-legend"));
+      const text = box.appendChild(core.el("div", "gfv-text"));
+      const words = p.tokens.map((token, i) => {
         const word = text.appendChild(core.el("span", "gfv-word", core.label(token)));
         word.dataset.index = String(i);
         if (token.includes("\n")) text.appendChild(core.el("br"));
         return word;
       });
+      const panel = { box, bar, legend, words, score: n };
       text.addEventListener("mouseover", (event) => {
         const word = event.target.closest(".gfv-word");
-        if (!word) return;
-        this.focus(Number(word.dataset.index), event);
+        if (word) this.focus(Number(word.dataset.index), panel, event);
       });
       text.addEventListener("mousemove", (event) => {
         if (event.target.closest(".gfv-word") && this.text) this.tip.show(event, this.text);
       });
       text.addEventListener("mouseleave", () => this.focus(null));
-      this.show(0);
+      return panel;
     }
 
     // Position of v on the score's scale: [0, 1] sequential, [-1, 1] diverging.
@@ -57,13 +76,18 @@
     }
 
     show(n) {
+      this.root.dataset.score = this.p.scores[n].name;
+      this.focus(null);
+      this.paint(this.panels[0], n);
+    }
+
+    paint(panel, n) {
       const { core } = this;
-      this.current = n;
       const score = this.p.scores[n];
       const values = this.values[n];
-      this.root.dataset.score = score.name;
-      this.focus(null);
-      this.words.forEach((word, i) => {
+      panel.score = n;
+      panel.box.dataset.score = score.name;
+      panel.words.forEach((word, i) => {
         const v = values[i];
         if (Number.isNaN(v)) {
           word.style.background = "";
@@ -74,10 +98,10 @@
         word.style.background = core.rgb(c);
         word.style.color = core.textOn(c);
       });
-      this.drawLegend(score);
+      this.drawLegend(panel, score);
     }
 
-    drawLegend(score) {
+    drawLegend(panel, score) {
       const { core } = this;
       const width = 160;
       const strip = core.canvas(width, 12);
@@ -89,21 +113,23 @@
       }
       // enough decimals that the two ends of a narrow range read differently
       const digits = Math.min(6, Math.max(2, Math.ceil(-Math.log10(score.vmax - score.vmin)) + 1));
-      const items = [core.el("span", "", score.name + ":"), core.el("span", "", core.number(score.vmin, digits)), strip];
+      const name = core.el(this.p.layout === "rows" ? "strong" : "span", "", score.name + ":");
+      const items = [name, core.el("span", "", core.number(score.vmin, digits)), strip];
       items.push(core.el("span", "", core.number(score.vmax, digits)));
       if (score.scale === "diverging") items.push(core.el("span", "", `(white = ${core.number(score.center, 2)})`));
-      this.legend.replaceChildren(...items);
+      panel.legend.replaceChildren(...items);
     }
 
-    focus(index, event) {
+    focus(index, panel, event) {
       const { core, p } = this;
-      this.words.forEach((word, i) => word.classList.toggle("gfv-focus", i === index));
+      for (const each of this.panels) each.words.forEach((word, i) => word.classList.toggle("gfv-focus", i === index));
       if (index === null) {
         this.text = "";
         return this.tip.hide();
       }
-      const score = p.scores[this.current];
-      this.text = `#${index} ${core.quoted(p.tokens[index])}\n${score.name} = ${core.number(this.values[this.current][index], 4)}`;
+      const shown = p.layout === "rows" ? this.panels : [panel];
+      const lines = shown.map((each) => `${p.scores[each.score].name} = ${core.number(this.values[each.score][index], 4)}`);
+      this.text = `#${index} ${core.quoted(p.tokens[index])}\n${lines.join("\n")}`;
       this.tip.show(event, this.text);
     }
   }

@@ -16,6 +16,7 @@ import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
 import { renderLens } from "./lens.js";
 import { renderCompare } from "./compare.js";
+import { renderExplain } from "./explain_panel.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -31,6 +32,7 @@ const panels = {
   interventions: $("interventions"),
   lens: $("lens"),
   compare: $("compare"),
+  explain: $("explain"),
 };
 const message = $("message");
 const status = $("status");
@@ -111,7 +113,7 @@ function drawWalk() {
   if (reveal) {
     reveal.apply(panels.walk);
     // the answer (and generating one) waits for the last step
-    for (const id of ["prediction-panel", "generate-panel", "lens-panel", "compare-panel"]) $(id).hidden = !reveal.done();
+    for (const id of ["prediction-panel", "generate-panel", "lens-panel", "compare-panel", "explain-panel"]) $(id).hidden = !reveal.done();
   }
 }
 
@@ -153,6 +155,16 @@ function drawAll() {
     run({ keepGenerated: true });
   });
   drawGenerate();
+  drawExplain();
+}
+
+/** The explanations panel, made anew only for a new model or text. */
+function drawExplain() {
+  const key = `${walk.model}\n${walk.text}`;
+  if (panels.explain.dataset.for === key) return;
+  panels.explain.dataset.for = key;
+  const info = modelInfo();
+  renderExplain(panels.explain, { model: walk.model, text: walk.text, encoder: info?.architecture.family === "encoder" && !walk.payload.stages.some((s) => s.id === "logits") });
 }
 
 /** The logit lens of the walk just drawn (its own request: it does not depend on sampling). */
