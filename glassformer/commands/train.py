@@ -86,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     if prepared.val_chars_per_token:
         bits = last["val_loss"] / prepared.val_chars_per_token / math.log(2)
         print(f"validation: {bits:.3f} bits per character")
-    print(f'done: {out} (glassformer generate {out} "prompt")')
+    if prepared.net.config.n_classes:  # a classifier labels text; it does not continue it
+        print(f"done: {out} (glassformer eval {out}: accuracy, macro-F1, confusion matrix)")
+    else:
+        print(f'done: {out} (glassformer generate {out} "prompt")')
     return 0
 
 
