@@ -10,17 +10,9 @@ import pytest
 
 from glassformer.inspect.logit_lens import logit_lens
 from glassformer.workshop.architecture import stages
-from tests.test_workshop_page import TEXT, Workshop, models, server  # noqa: F401 (fixtures)
+from tests.test_workshop_page import TEXT, models, server, workshop  # noqa: F401 (fixtures)
 
 FIRST_FEATURES = 64  # the page maps a feature axis's first 64 columns (stage_detail.js)
-
-
-@pytest.fixture
-def workshop(browser, server, tmp_path):  # noqa: F811
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.close()
 
 
 def expected_map(shape: list[int], trace_name: str) -> tuple[int, int]:

@@ -11,25 +11,24 @@ import torch
 from glassformer.inspect.interventions import head_patch_hook, head_scale_hook
 from glassformer.inspect.logit_lens import logit_lens, unembed
 from glassformer.nn.kv_cache import KVCache
-from tests.test_workshop_page import BROWSER_400, TEXT, Workshop, models, server  # noqa: F401 (fixtures)
+from tests.test_workshop_page import (  # noqa: F401 (fixtures)
+    BROWSER_400,
+    TEXT,
+    Workshop,
+    models,
+    server,
+    workshop,
+)
 
 PATCH_TEXT = "the dog ran on the rug"  # as many characters (tokens) as TEXT
 
 
-@pytest.fixture
-def workshop(browser, server, tmp_path):  # noqa: F811
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.close()
+def chip_ids(opened: Workshop) -> list[int]:
+    return opened.page.locator("#tokens .chip").evaluate_all("cs => cs.map(c => Number(c.dataset.id))")
 
 
-def chip_ids(workshop: Workshop) -> list[int]:
-    return workshop.page.locator("#tokens .chip").evaluate_all("cs => cs.map(c => Number(c.dataset.id))")
-
-
-def drawn_token(workshop: Workshop) -> int:
-    return int(workshop.page.locator(".pred-token").get_attribute("data-id"))
+def drawn_token(opened: Workshop) -> int:
+    return int(opened.page.locator(".pred-token").get_attribute("data-id"))
 
 
 def test_the_timeline_scrubs_to_each_step_s_forward_pass(workshop, models):  # noqa: F811
@@ -125,8 +124,8 @@ def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(workshop, m
     workshop.close(allowed_errors=(BROWSER_400,))
 
 
-def shown_rows(workshop: Workshop, side: int) -> list[tuple[str, int, float]]:
-    rows = workshop.page.locator(f'.cmp-side[data-side="{side}"] .cmp-row')
+def shown_rows(opened: Workshop, side: int) -> list[tuple[str, int, float]]:
+    rows = opened.page.locator(f'.cmp-side[data-side="{side}"] .cmp-row')
     read = "rs => rs.map(r => [r.dataset.layer, Number(r.dataset.rank), Number(r.dataset.entropy)])"
     return rows.evaluate_all(read)
 
