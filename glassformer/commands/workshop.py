@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from glassformer.loading import load
+    from glassformer.workshop.attention_change import origin
     from glassformer.workshop.server import create_app
 
     if not 0 < args.port < 65536:
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         import webbrowser
 
         webbrowser.open(url)
-    app = create_app(models, runs_root=RUNS_ROOT)  # the training lab's runs: runs/, as the CLI's
+    origins = {name: origin(name) for name in models if origin(name) in models}  # a fine-tuned run's base
+    app = create_app(models, runs_root=RUNS_ROOT, origins=origins)  # the lab's runs: runs/, as the CLI's
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -36,6 +36,12 @@ POSITION_NAMES = {
     "t5_relative": "T5 relative position bias added to the scores",
     "none": "no position information",
 }
+POOLING_NAMES = {  # glassformer/models/classifier.py, pool_sequence
+    "cls": "the first token's vector",
+    "mean": "the mean of the token vectors",
+    "pooler": "tanh(W_p x_0 + b_p), BERT's pooler",
+    "last": "the last token's vector",
+}
 
 
 def attention_kind(config: ModelConfig) -> str:
@@ -87,6 +93,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
         },
         "position_params": _position_params(config),
         "head": _head(config),
+        "classifier": _classifier(config),
     }
 
 
@@ -114,6 +121,14 @@ def _position_params(config: ModelConfig) -> dict[str, Any]:
     return {}
 
 
+def _classifier(config: ModelConfig) -> dict[str, Any] | None:
+    """A classification head: its classes (named, or numbered) and its pooling; None without one."""
+    if not config.n_classes:
+        return None
+    names = list(config.class_names) or [str(i) for i in range(config.n_classes)]
+    return {"classes": names, "pooling": config.classifier_pooling}
+
+
 def _head(config: ModelConfig) -> dict[str, Any]:
     """What turns the final stream into logits. An encoder's masked-LM head (`MLMHead`)
     always has its biases and no input scale; an LM head follows the config."""
@@ -130,7 +145,12 @@ def stages(config: ModelConfig) -> list[dict[str, Any]]:
     out = [_stage("tokens", "input", "tokens", None, "t")]
     for stack in summary(config)["stacks"]:
         out += _stack_stages(config, stack)
-    if config.family != "encoder" or config.mlm_head:  # a sentence encoder ends at its vectors
+    if config.n_classes:  # a classifier ends at its class logits, not at the vocabulary
+        pooling = POOLING_NAMES[config.classifier_pooling]
+        out.append(_stage("classifier.pooled", "output", f"pooled: {pooling}", "classifier.pooled", "d"))
+        logits = "class logits: W_c pooled + b_c"
+        out.append(_stage("classifier.logits", "output", logits, "classifier.logits", "c"))
+    elif config.family != "encoder" or config.mlm_head:  # a sentence encoder ends at its vectors
         head = "the masked-LM head" if config.family == "encoder" else "the LM head"
         out.append(_stage("logits", "output", f"logits: {head}", "logits", "t v"))
     return out

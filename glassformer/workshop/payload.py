@@ -13,6 +13,7 @@ Payload (version 1)::
     {"version": 1, "model": str, "tokens": [{"id", "text"}], "decoder_tokens": [...] | null,
      "architecture": architecture.summary(config), "stages": [stage + "value"],
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
+     "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
      "interventions": [{"layer", "head", "mode", "factor"?}],
      "generated": int (how many of the last tokens a generation appended), "seconds": float}
 
@@ -65,7 +66,8 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         lm.net.hooks(changed),
         lm.net.hooks(dict.fromkeys(names, keep)),
     ):
-        output = inputs.forward(ids, decoder_ids)  # 1 t v (logits), or 1 t d (sentence encoder)
+        output = inputs.forward(ids, decoder_ids)  # 1 t v, 1 t d (sentence encoder) or 1 c (classifier)
+    classifier = summary(lm.config)["classifier"]
     return {
         "version": VERSION,
         "model": name,
@@ -73,7 +75,8 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         "decoder_tokens": None if decoder_ids is None else _tokens(inputs, decoder_ids),
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
-        "prediction": _prediction(lm, ids, decoder_ids, output, settings),
+        "prediction": None if classifier else _prediction(lm, ids, decoder_ids, output, settings),
+        "classification": _classification(classifier["classes"], output[0]) if classifier else None,
         "interventions": given.changes(),
         "generated": len(given.generated),
         "seconds": time.perf_counter() - start,
@@ -107,8 +110,8 @@ def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:
 def _summary(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
     """What the walk shows of one activation (no batch dimension): shape, per-token norms,
     range, a preview, and the head-averaged pattern of a short input."""
-    x = x.float()
     out: dict[str, Any] = {"shape": list(x.shape), "min": float(x.min()), "max": float(x.max())}
+    x = x.float() if x.dim() > 1 else x.float()[None]  # a classifier's d or c: one row
     short = x.shape[-2] <= SHORT_INPUT
     if trace_name.endswith((".scores", ".pattern")):  # h t s
         if trace_name.endswith(".pattern") and short:
@@ -120,6 +123,18 @@ def _summary(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
         if short:
             out["preview"] = pack(x[:, :PREVIEW_FEATURES])  # t min(d, 16)
     return out
+
+
+def _classification(names: list[str], logits: torch.Tensor) -> dict[str, Any]:
+    """A classifier's answer: each class's logit and softmax probability, and the argmax."""
+    probs = torch.softmax(logits.float(), dim=-1)  # c
+    return {
+        "classes": [
+            {"label": name, "logit": float(z), "p": float(p)}
+            for name, z, p in zip(names, logits.tolist(), probs.tolist(), strict=True)
+        ],
+        "label": int(probs.argmax()),
+    }
 
 
 def _prediction(

@@ -16,6 +16,9 @@
                            token (`explanations.py`: LIME, SHAP, IG, occlusion, gradient x input)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
                            events, one per new token (`streaming.py`)
+    POST /api/attention_change {model, base, text, layer?, head?} -> each head's attention in
+                           ``base`` (pretrained) and ``model`` (its fine-tuned copy), and
+                           how far it moved (`attention_change.py`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
     /lab, /api/lab/...     the training lab (`lab_routes.py`, `lab.py`)
     POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
@@ -50,6 +53,8 @@ from glassformer.loading import load
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.attention_change import change as attention_change
+from glassformer.workshop.attention_change import origin
 from glassformer.workshop.explanations import explain as explain_prediction
 from glassformer.workshop.http import RequestError, answer, read_body, request_error
 from glassformer.workshop.interventions import HeadInterventions
@@ -74,11 +79,15 @@ SAMPLING_FIELDS = {
 }
 
 
-def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starlette:
+def create_app(
+    models: dict[str, Any], runs_root: str | Path = "runs", origins: dict[str, str] | None = None
+) -> Starlette:
     """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
-    under ``runs_root``."""
+    under ``runs_root``. ``origins``: {fine-tuned model: the model it was fine-tuned from},
+    both names of ``models`` (the page offers the pair to compare their attention)."""
     if not models:
         raise ValueError("the workshop needs at least one model")
+    origins = dict(origins or {})
     lab = Lab(runs_root)
     lock = asyncio.Lock()
     model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
@@ -94,7 +103,8 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
         return FileResponse(STATIC / "index.html")
 
     async def list_models(request: Request) -> JSONResponse:
-        return JSONResponse({"models": [_describe(name, lm) for name, lm in models.items()]})
+        described = [_describe(name, lm, origins.get(name)) for name, lm in models.items()]
+        return JSONResponse({"models": described})
 
     async def open_run(request: Request) -> JSONResponse:
         """A run of the lab's runs root, loaded as one more model (by name: never a path)."""
@@ -104,6 +114,8 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
             raise RequestError(str(error)) from None
         name = f"runs/{directory.name}"
         models[name] = await answer(run_model(load, directory), lambda lm: lm)  # its latest checkpoint
+        if origin(directory) in models:
+            origins[name] = origin(directory)
         return JSONResponse({"model": name})
 
     async def walk(request: Request) -> JSONResponse:
@@ -139,6 +151,16 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
             raise RequestError("keep_first must be true or false")
         explain_one = functools.partial(explain_prediction, keep_first=keep_first)
         work = run_model(explain_one, lm, _text(body, lm), body.get("method"), target)
+        return await answer(work)
+
+    async def attention_changed(request: Request) -> JSONResponse:
+        body = await read_body(request)
+        after, _ = _model(models, body)
+        before, _ = _model(models, {"model": body.get("base")})
+        layer, head = body.get("layer"), body.get("head")
+        if any(v is not None and (isinstance(v, bool) or not isinstance(v, int)) for v in (layer, head)):
+            raise RequestError("layer and head must be integers (or absent: the most moved head)")
+        work = run_model(attention_change, before, after, _text(body, after), layer, head)
         return await answer(work)
 
     async def tokens(request: Request) -> JSONResponse:
@@ -190,6 +212,7 @@ def create_app(models: dict[str, Any], runs_root: str | Path = "runs") -> Starle
         Route("/api/tokens", tokens, methods=["POST"]),
         Route("/api/explain", explain, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
+        Route("/api/attention_change", attention_changed, methods=["POST"]),
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
@@ -302,10 +325,11 @@ def _index(query: dict[str, str], key: str) -> int:
         raise RequestError(f"{key} must be an integer, got {value!r}") from None
 
 
-def _describe(name: str, lm) -> dict[str, Any]:
+def _describe(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, Any]:
     config = lm.config
     return {
         "name": name,
+        "fine_tuned_from": fine_tuned_from,
         "parameters": lm.net.num_parameters(),
         "max_seq_len": config.max_seq_len,
         "reads_text": lm.tokenizer is not None,

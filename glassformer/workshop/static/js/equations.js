@@ -286,6 +286,19 @@ function logits({ arch, value }) {
   );
 }
 
+// the classifier's pooling (glassformer/models/classifier.py pool_sequence)
+function pooled({ arch, value }) {
+  const x = arch.placement === "pre" ? "\\hat{x}" : "x";
+  const forms = {
+    cls: [`p = ${x}_0`, "the first token's vector ([CLS]) stands for the sequence"],
+    mean: [`p = \\tfrac{1}{T} \\sum_{t} ${x}_t`, "the mean over the real (not padding) tokens"],
+    pooler: [`p = \\tanh(${x}_0\\, ${W("p")} + b_p)`, "BERT's pooler on the first token"],
+    last: [`p = ${x}_{T-1}`, "the last real token: in a causal model only it has read the whole text"],
+  };
+  const [latex, note] = forms[arch.classifier.pooling] ?? [`p = \\operatorname{pool}(${x})`, ""];
+  return eq(latex, note, value);
+}
+
 // feed-forward ------------------------------------------------------------------------
 function ffnAct({ arch, value }) {
   const f = arch.ffn;
@@ -367,6 +380,15 @@ const EQUATION = {
   resid_post: ({ arch, value }) => residual(arch, "y", value),
   final_norm: ({ arch, value }) => eq(`\\hat{x} = ${normDefinition(arch)}`, "", value),
   logits,
+  "classifier.pooled": pooled,
+  "classifier.logits": ({ arch, value }) => {
+    const c = arch.classifier.classes.length;
+    return eq(
+      `z = p\\, ${W("c")} + b_c, \\quad ${W("c")} \\in ${real(num(arch.d_model), num(c))}, \\quad P(\\text{class } k) = \\operatorname{softmax}(z)_k`,
+      `one score per class: ${arch.classifier.classes.join(", ")}`,
+      value,
+    );
+  },
 };
 
 /** The step's equation as HTML, or "" for a kind with none. */

@@ -1,7 +1,7 @@
 // Why this prediction? Two attribution methods side by side on the same prediction
 // (POST api/explain, glassformer/workshop/explanations.py): the probability of the next
 // token (default: the model's top choice; a sentence encoder: the similarity to a second
-// sentence), each token coloured by its score, with what each method assumes and where
+// sentence; a classifier: the probability of a label, default the one it chose), each token coloured by its score, with what each method assumes and where
 // methods part. Asked on demand: LIME and SHAP run the model hundreds of times.
 
 import { el } from "./dom.js";
@@ -33,12 +33,15 @@ function row(answer) {
     answer.notes.length ? el("p", { class: "hint" }, answer.notes.join(" ")) : "");
 }
 
-/** The panel in `node` for the walk's {model, text}; `reads()` says if the model has a head. */
-export function renderExplain(node, { model, text, encoder }) {
+/** The panel in `node` for the walk's {model, text}: `encoder` (a sentence encoder: the target
+ * is a second sentence) or `classes` (a classifier's labels: the target is one of them). */
+export function renderExplain(node, { model, text, encoder, classes = null }) {
   const pick = (value) => el("select", { class: "xp-method", "aria-label": "method" }, METHODS.map(([v, name]) => el("option", { value: v, selected: v === value }, name)));
   const first = pick("ig");
   const second = pick("lime");
-  const target = el("input", { type: "text", class: "xp-target", "aria-label": "target", placeholder: encoder ? "a second sentence" : "the top prediction" });
+  const target = classes
+    ? el("select", { class: "xp-target", "aria-label": "target" }, el("option", { value: "" }, "the label it chose"), classes.map((c) => el("option", { value: c }, c)))
+    : el("input", { type: "text", class: "xp-target", "aria-label": "target", placeholder: encoder ? "a second sentence" : "the top prediction" });
   const keep = el("input", { type: "checkbox", class: "xp-keep", "aria-label": "hold the first token fixed" });
   const out = el("div", { class: "xp-out" });
   const go = el("button", { type: "button", class: "xp-go", onclick: async () => {

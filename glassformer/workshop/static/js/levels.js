@@ -33,6 +33,8 @@ export const CODE = {
   resid_post: ["glassformer/nn/blocks.py", "Block.forward"],
   final_norm: ["glassformer/models/stack.py", "TransformerStack.forward"],
   logits: ["glassformer/models/base.py", "TransformerModel.unembed"],
+  "classifier.pooled": ["glassformer/models/classifier.py", "pool_sequence"],
+  "classifier.logits": ["glassformer/models/classifier.py", "ClassificationHead.forward"],
 };
 
 // The cross-attention projections live in Attention.forward (keys and values from the
@@ -112,6 +114,12 @@ const EXPLAIN = {
     arch.family === "encoder"
       ? "Each vector is compared with every word in the vocabulary: a score for each word that could stand at that position."
       : "The last token's vector is compared with every word in the vocabulary: a score for each possible next token.",
+  "classifier.pooled": ({ arch }) =>
+    arch.classifier.pooling === "mean"
+      ? "The vectors of all the tokens are averaged into one vector for the whole text."
+      : "One vector is picked to stand for the whole text.",
+  "classifier.logits": ({ arch }) =>
+    `That vector gets one score per label (${arch.classifier.classes.join(", ")}); the softmax turns the scores into probabilities.`,
 };
 
 // Step names without symbols, for beginners (the server's titles carry the maths).
@@ -139,6 +147,8 @@ const PLAIN_TITLES = {
   resid_post: () => "add to the stream",
   final_norm: () => "normalize one last time",
   logits: () => "score every token in the vocabulary",
+  "classifier.pooled": () => "one vector for the whole text",
+  "classifier.logits": () => "score each label",
 };
 
 /** A beginner's name for a step ("cross-attention: " in front of a cross-attention step). */

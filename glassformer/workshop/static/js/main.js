@@ -17,6 +17,7 @@ import { renderGenerate } from "./generate.js";
 import { renderLens } from "./lens.js";
 import { renderCompare } from "./compare.js";
 import { renderExplain } from "./explain_panel.js";
+import { renderAttentionChange } from "./attention_change.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -33,6 +34,7 @@ const panels = {
   lens: $("lens"),
   compare: $("compare"),
   explain: $("explain"),
+  change: $("change"),
 };
 const message = $("message");
 const status = $("status");
@@ -156,6 +158,17 @@ function drawAll() {
   });
   drawGenerate();
   drawExplain();
+  drawChange();
+}
+
+/** What fine-tuning changed: shown for a model the server knows the origin of. */
+function drawChange() {
+  const base = modelInfo()?.fine_tuned_from;
+  $("change-panel").hidden = !base;
+  const key = `${walk.model}\n${walk.text}`;
+  if (!base || panels.change.dataset.for === key) return;
+  panels.change.dataset.for = key;
+  renderAttentionChange(panels.change, { model: walk.model, base, text: walk.text });
 }
 
 /** The explanations panel, made anew only for a new model or text. */
@@ -164,7 +177,9 @@ function drawExplain() {
   if (panels.explain.dataset.for === key) return;
   panels.explain.dataset.for = key;
   const info = modelInfo();
-  renderExplain(panels.explain, { model: walk.model, text: walk.text, encoder: info?.architecture.family === "encoder" && !walk.payload.stages.some((s) => s.id === "logits") });
+  const classes = walk.payload.architecture.classifier?.classes ?? null;
+  const encoder = !classes && info?.architecture.family === "encoder" && !walk.payload.stages.some((s) => s.id === "logits");
+  renderExplain(panels.explain, { model: walk.model, text: walk.text, encoder, classes });
 }
 
 /** The logit lens of the walk just drawn (its own request: it does not depend on sampling). */
@@ -236,7 +251,8 @@ function drawGenerate() {
   if (panels.generate.dataset.for === key) return;
   panels.generate.dataset.for = key;
   if (walk.payload.prediction === null) {
-    panels.generate.replaceChildren(document.createTextNode("An encoder reads text but does not generate it."));
+    const why = walk.payload.classification ? "A classifier answers with a label; it does not generate text." : "An encoder reads text but does not generate it.";
+    panels.generate.replaceChildren(document.createTextNode(why));
     return;
   }
   renderGenerate(panels.generate, () => walkRequest(settings), showMessage, (step, ids) => {

@@ -87,10 +87,38 @@ function chosenView(prediction, payload, level) {
   );
 }
 
-/** Draw payload.prediction (or why there is none) into ``container``; `onTake(id)`, when
- * given, offers to feed the drawn token back in: the walk of the next step. */
+/** A classifier's answer (payload.classification): each label's probability, the argmax chosen. */
+function classificationView(classification, level) {
+  const { classes, label } = classification;
+  const entries = classes
+    .map((c, id) => ({ id, token: c.label, p: c.p, logit: c.logit }))
+    .sort((a, b) => b.p - a.p);
+  const step = { top: entries };
+  return [
+    el("p", { class: "hint" }, level === "beginner"
+      ? "A classifier does not predict a next token: it gives each label a probability."
+      : "softmax of the class logits z = p W_c + b_c (the last step of the walk)"),
+    bars(step, label, level),
+    level !== "beginner"
+      ? el("p", { class: "pred-facts" }, entries.map((e) => `${e.token}: logit ${e.logit.toFixed(3)}`).join(" · "))
+      : null,
+    el("div", { class: "pred-token pred-label", dataset: { label: classes[label].label } },
+      el("div", { class: "pred-token-line" }, "Label: ", el("strong", { class: "pred-token-text" }, classes[label].label))),
+  ];
+}
+
+/** Draw payload.prediction (or a classifier's label, or why there is none) into ``container``;
+ * `onTake(id)`, when given, offers to feed the drawn token back in: the walk of the next step. */
 export function renderPrediction(container, payload, level, onTake = null) {
   const prediction = payload.prediction;
+  const heading = container.parentElement?.querySelector("h2");
+  if (heading) heading.textContent = payload.classification ? "The label" : "The next token";
+  if (payload.classification) {
+    container.replaceChildren(...classificationView(payload.classification, level));
+    container.dataset.temperature = "";
+    container.dataset.ready = "1";
+    return;
+  }
   if (!prediction) {
     container.replaceChildren(noPrediction(payload));
     container.dataset.temperature = "";

@@ -3,6 +3,7 @@
 //   scores             h t s  the same, in a signed scale
 //   q, k, v, z         h t e  one head: tokens x features
 //   everything else    t d    tokens x the first 64 features
+//   a classifier's     d, c   one vector: the pooled features, or each label's logit
 // plus the per-token norms the walk payload already holds. Under the heatmap, a view of one
 // token (a row; click one): for q, scores and pattern the query · key sums of one query
 // (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js).
@@ -122,8 +123,9 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
     root.dataset.ready = "1";
     return root;
   }
-  const kind = mapKind(stage);
   const letters = stage.shape.split(" ");
+  if (letters.length === 1) return vectorDetail(root, stage, payload, loadStage);
+  const kind = mapKind(stage);
   const perHead = letters.length === 3;
   const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
   const norms = el("div", { class: "detail-norms" });
@@ -221,6 +223,34 @@ function headButtons(array, kind, heads, current, letter, pick) {
   return el("div", { class: "heads", role: "group", "aria-label": "heads" }, buttons);
 }
 
+/** A classifier's one vector (no token axis): the pooled features as one row, or each
+ * label's logit and its softmax probability. */
+function vectorDetail(root, stage, payload, loadStage) {
+  const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
+  root.append(body);
+  loadStage(stage.trace).then((answer) => {
+    const { values } = unpack(answer.value);
+    if (stage.shape === "c") {
+      const classes = payload.architecture.classifier.classes;
+      const top = Math.max(...values);
+      const exp = Array.from(values, (z) => Math.exp(z - top));
+      const total = exp.reduce((a, b) => a + b, 0);
+      body.replaceChildren(el("p", { class: "detail-caption" }, "One logit z per label; softmax(z) is the probability the prediction panel shows."),
+        el("table", { class: "class-logits" }, classes.map((label, k) =>
+          el("tr", { dataset: { label } }, el("th", {}, label), el("td", {}, `z = ${number(values[k])}`), el("td", {}, percent(exp[k] / total, 2))))));
+    } else {
+      const cols = Math.min(values.length, FIRST_FEATURES);
+      body.replaceChildren(el("p", { class: "detail-caption" }, `One vector for the whole text: its first ${cols} of ${values.length} features.`),
+        heatmap({ values: values.slice(0, cols), rows: 1, cols, rowLabels: ["pooled"], colLabels: tokenLabels(null, cols),
+          rowTitle: "", colTitle: "features", describe: (r, c, v) => `feature ${c}: ${number(v)}` }));
+    }
+    root.dataset.ready = "1";
+  }, (error) => {
+    body.replaceChildren(el("p", { class: "error-inline" }, error.message));
+    root.dataset.ready = "error";
+  });
+  return root;
+}
 
 /** The logit lens at this step's stream: what it would predict after the last token. */
 function lensHere(row, final) {
