@@ -14,6 +14,7 @@ from sklearn.metrics import f1_score
 import glassformer as gf
 from glassformer import cli
 from glassformer.inputs import left_pad, right_pad
+from glassformer.inspect.film import read_film
 from glassformer.inspect.fine_tuning import attention_shift, row_distance
 from glassformer.models import with_classifier
 from glassformer.train import metrics
@@ -257,6 +258,9 @@ def test_glassformer_train_and_eval_a_genre_run(tmp_path, capsys):
     line = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert {"val_accuracy", "val_ece", "macro_f1", "confusion_matrix"} <= set(line)
     assert sum(map(sum, line["confusion_matrix"])) == 12  # 3 validation plays x 4 passages
+    (frame,) = read_film(out)  # the film of a classifier: attention and roles, no lens to read
+    assert frame["step"] == 4 and frame["lens"] is None and frame["induction"] is None
+    assert frame["patterns"]["shape"][:2] == [1, 2] and frame["text"] == "".join(frame["tokens"])
     capsys.readouterr()
     assert cli.main(["eval", str(out), "--data-dir", str(data)]) == 0
     shown = capsys.readouterr().out

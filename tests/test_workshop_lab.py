@@ -1,10 +1,13 @@
 """The training lab's API against real training processes (the `induction` preset, made
 small): start, refuse a second run, pause and resume, follow the run's events, stop with a
-checkpoint and go on from it. Every run lives under the test's tmp_path."""
+checkpoint and go on from it; follow a run the command line started. Every run lives under
+the test's tmp_path."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -115,6 +118,50 @@ def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
     assert status == 200 and state["status"] == "running"
     wait_for(lambda: "resumed" in call(url, "api/lab")[1]["state"]["log"], "the resumed run's log")
     assert call(url, "api/lab/stop", {})[1]["status"] == "stopped"
+
+
+def test_the_lab_follows_a_run_started_from_the_command_line(lab):
+    url, runs = lab
+    command = [
+        sys.executable,
+        "-m",
+        "glassformer",
+        "train",
+        "--preset",
+        "induction",
+        "--out",
+        str(runs / "cli"),
+    ]
+    for field, value in {**SMALL, "train.steps": 30}.items():
+        command += ["--set", f"{field}={value}"]
+    runs.mkdir(parents=True, exist_ok=True)
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as cli:
+        progress = runs / "cli" / PROGRESS
+        wait_for(
+            lambda: progress.exists() and progress.stat().st_size > 0 or cli.poll() is not None, "its steps"
+        )
+        assert cli.poll() is None, cli.stderr.read().decode()
+        assert {"name": "cli", "active": True}.items() <= call(url, "api/lab")[1]["runs"][0].items()
+        status, refused = call(url, "api/lab/start", {"preset": "induction", "fields": SMALL})
+        assert status == 400 and "cli is training now (started elsewhere)" in refused["error"]
+        seen = events(url, "cli", lambda s: len([f for batch in s.get("film", []) for f in batch]) == 3)
+        assert cli.wait(TIMEOUT_S) == 0
+    assert seen["state"][0]["status"] == "training elsewhere"
+    assert [line["step"] for batch in seen["metrics"] for line in batch] == [10, 20, 30]
+
+
+def test_a_fine_tuning_preset_keeps_its_pretrained_architecture(lab):
+    url, _ = lab
+    presets = {p["name"]: p for p in call(url, "api/lab")[1]["presets"]}
+    minilm = presets["genre-minilm"]
+    assert minilm["pretrained"] == "minilm-l6"
+    assert minilm["fixed"] == [f for f in minilm["fields"] if f.startswith("model.")]
+    assert minilm["fields"]["model.n_layers"] is None and minilm["fields"]["train.lr"] == 5e-5
+    assert presets["genre-scratch"]["fixed"] == []
+    status, answer = call(url, "api/lab/start", {"preset": "genre-minilm", "fields": {"model.n_layers": 2}})
+    assert (
+        status == 400 and "its architecture is minilm-l6's: model.n_layers cannot change" in answer["error"]
+    )
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ frame to ``film.jsonl`` in the run directory::
 
     {"step": 60,
      "tokens": ["<bos>", "x", ...],                          the probe (t <= 48 tokens)
+     "text": "x ..." | null,                                its text, special tokens left out
      "patterns": {"dtype": "uint8", "shape": [L, H, t, t], "scale": 1/255, "data": base64},
      "previous_token": [[...H] x L],                        mean A[i, i-1]        (head_roles)
      "induction": [[...H] x L] | null,                      on repeated random tokens (decoders)
@@ -77,6 +78,7 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
         last = [n for n in trace if n.endswith("resid_post")][-1]
         frame = {
             "tokens": [labels(int(i)) for i in ids[0]],
+            "text": _text(tokenizer, ids[0].tolist()),
             "patterns": _bytes(patterns),
             "previous_token": _rounded(previous_token_scores(trace, prefix)),
             "induction": _rounded(induction_scores(lm)) if isinstance(net, DecoderLM) else None,
@@ -110,6 +112,15 @@ def _lens(lm, ids: torch.Tensor, labels) -> dict[str, Any] | None:
     lens = logit_lens(lm, ids, k=1, decoder_input=decoder)
     top = [[labels(int(i)) for i in layer[:, 0]] for layer in lens.top_ids]  # layers t
     return {"layers": lens.layers, "top": top, "p": _rounded(lens.top_probs[..., 0])}
+
+
+def _text(tokenizer, ids: list[int]) -> str | None:
+    """The probe as text a model reads again (its special tokens left out: the model adds its
+    own); None without a tokenizer."""
+    if tokenizer is None:
+        return None
+    special = set(getattr(tokenizer, "special_tokens", {}).values())
+    return tokenizer.decode([i for i in ids if i not in special])
 
 
 def _labeller(lm):

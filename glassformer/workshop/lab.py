@@ -59,15 +59,21 @@ class Lab:
 
     # what the form offers -------------------------------------------------------------------
     def presets(self) -> list[dict[str, Any]]:
-        """Each preset with the lab's fields and their values in it."""
+        """Each preset with the lab's fields and their values in it; a preset that fine-tunes a
+        pretrained model (``init_from``) has that model's architecture: its model fields are
+        fixed (listed, their values null)."""
         out = []
         for name in preset_names():
             config = load_preset(name).to_dict()
+            pretrained = _pretrained(config)
+            fixed = _fixed_fields(pretrained)
             values = {}
             for field in FIELDS:
                 table, key = field.split(".")
-                values[field] = config.get(table, {}).get(key, _default(table, key))
-            out.append({"name": name, "fields": values})
+                values[field] = (
+                    None if field in fixed else config.get(table, {}).get(key, _default(table, key))
+                )
+            out.append({"name": name, "fields": values, "pretrained": pretrained, "fixed": fixed})
         return out
 
     def fields(self) -> dict[str, dict[str, Any]]:
@@ -82,6 +88,13 @@ class Lab:
         """Start ``preset`` with ``fields`` changed, in ``runs/<preset>-lab`` (replaced)."""
         if preset not in preset_names():
             raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
+        pretrained = _pretrained(load_preset(preset).to_dict())
+        fixed = [field for field in fields if field in _fixed_fields(pretrained)]
+        if fixed:
+            raise ValueError(
+                f"{preset} fine-tunes {pretrained}, so its architecture is {pretrained}'s: "
+                f"{', '.join(fixed)} cannot change (the training fields can)"
+            )
         overrides = [f"{field}={_checked(field, value)}" for field, value in fields.items()]
         try:  # the whole config checked here, so a bad mix is a message, not a failed process
             apply_overrides(load_preset(preset), overrides).model_config(vocab_size=256)
@@ -203,6 +216,17 @@ class Lab:
         busy = [r["name"] for r in self.runs() if r["active"] and r["name"] != self.run]  # ours has ended
         if busy:
             raise ValueError(f"{busy[0]} is training now (started elsewhere); one run at a time")
+
+
+def _pretrained(preset: dict[str, Any]) -> str | None:
+    """The model a preset fine-tunes (``train.init_from``), or None for one trained from scratch."""
+    init_from = preset.get("train", {}).get("init_from", "scratch")
+    return None if init_from == "scratch" else init_from
+
+
+def _fixed_fields(pretrained: str | None) -> list[str]:
+    """The lab's model fields, when a preset starts from a ``pretrained`` model (else none)."""
+    return [field for field in FIELDS if field.startswith("model.")] if pretrained else []
 
 
 def _default(table: str, key: str) -> Any:

@@ -59,7 +59,10 @@ function fillFields() {
   const chosen = overview.presets.find((p) => p.name === $("preset").value);
   for (const [name, value] of Object.entries(chosen.fields)) {
     const input = $("lab-form").elements[name];
-    if (input) input.value = value ?? "";
+    if (!input) continue;
+    input.value = value ?? "";
+    input.disabled = chosen.fixed.includes(name);
+    input.title = input.disabled ? `fixed: ${chosen.name} fine-tunes ${chosen.pretrained}, whose architecture it keeps` : "";
   }
 }
 
@@ -82,6 +85,12 @@ function drawRuns() {
   if (following && !names.includes(following)) names.unshift(following);
   select.replaceChildren(el("option", { value: "" }, "—"), names.map((n) => el("option", { value: n }, n)));
   select.value = following;
+  const other = $("other-run");
+  const chosen = other.value;
+  const others = names.filter((n) => n !== following);
+  other.replaceChildren(el("option", { value: "" }, "—"), others.map((n) => el("option", { value: n }, n)));
+  other.value = others.includes(chosen) ? chosen : "";
+  $("compare-runs").disabled = !following || !other.value;
 }
 
 // following a run -------------------------------------------------------------------------
@@ -126,6 +135,9 @@ function drawAll() {
     lineChart("learning rate", [series("lr", "lr", progress, COLOURS.other)], { steps, marker }),
     lineChart("gradient norm", [series("‖g‖ before clipping", "grad_norm", progress, COLOURS.train)], { steps, log: true, marker }),
     lineChart("tokens / s", [series("tokens/s", "tokens_per_s", progress, COLOURS.other)], { steps, marker }),
+    metrics.some((m) => m.val_accuracy !== undefined)  // a classifier's figures at each evaluation
+      ? lineChart("validation accuracy and macro-F1", [series("accuracy", "val_accuracy", metrics, COLOURS.val, true), series("macro-F1", "macro_f1", metrics, COLOURS.train, true)], { steps, marker })
+      : "",
   );
   $("charts").dataset.points = String(progress.length);
   const last = progress.at(-1);
@@ -175,16 +187,24 @@ $("resume").addEventListener("click", () => act("/resume"));
 $("stop").addEventListener("click", () => act("/stop"));
 $("continue").addEventListener("click", () => act("/continue", { run: following }));
 $("run").addEventListener("change", () => follow($("run").value));
-$("open").addEventListener("click", async () => {
+/** Load ``runs`` as models of the workshop and go to its page: the first walked, the
+ * second (if any) in the compare view, both on the film's probe. */
+async function openInWorkshop(runs) {
   try {
-    const { model } = await post("/open", { run: following });
+    const [model, compare] = await Promise.all(runs.map(async (run) => (await post("/open", { run })).model));
     const query = { model };
-    if (data.film.length) query.text = data.film[0].tokens.join(""); // the probe: text the model reads
+    if (compare) query.compare = compare;
+    const probe = data.film[0];
+    if (probe) query.text = probe.text ?? probe.tokens.join(""); // the probe, as text the models read
     window.location.href = `./?${new URLSearchParams(query)}`;
   } catch (error) {
     showMessage(error.message);
   }
-});
+}
+
+$("open").addEventListener("click", () => openInWorkshop([following]));
+$("other-run").addEventListener("change", () => { $("compare-runs").disabled = !following || !$("other-run").value; });
+$("compare-runs").addEventListener("click", () => openInWorkshop([following, $("other-run").value]));
 
 async function start() {
   try {
