@@ -48,6 +48,9 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.trace_overhead
 	$(PY) -m benchmarks.view_payload
 	$(PY) -m benchmarks.workshop_speed
+	$(PY) -m benchmarks.film_overhead
+	$(PY) -m benchmarks.explanation_agreement
+	$(PY) -m benchmarks.genre_classifier
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
