@@ -5,6 +5,7 @@ come back to the run after a reload. Runs live under the test's tmp_path."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import urllib.error
 import urllib.request
 
@@ -73,4 +74,14 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
     assert lab.query()["model"] == "runs/induction-lab"
     assert page.locator("#model option:checked").inner_text().startswith("runs/induction-lab")
+    # two runs side by side: a copy of the run stands for a second one
+    shutil.copytree(runs / "induction-lab", runs / "induction-copy")
+    page.goto(f"{lab.base}lab?run=induction-lab")
+    page.wait_for_selector('#other-run option[value="induction-copy"]', state="attached")
+    assert page.input_value("#run") == "induction-lab"
+    page.select_option("#other-run", "induction-copy")
+    page.click("#compare-runs")
+    page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+    assert lab.query()["compare"] == "runs/induction-copy"
+    page.wait_for_selector("#compare .cmp-table >> nth=1", state="visible")
     lab.close()

@@ -83,12 +83,12 @@ function drawRuns() {
   const select = $("run");
   const names = overview.runs.map((r) => r.name);
   if (following && !names.includes(following)) names.unshift(following);
-  select.replaceChildren(el("option", { value: "" }, "—"), names.map((n) => el("option", { value: n }, n)));
+  select.replaceChildren(el("option", { value: "" }, "—"), ...names.map((n) => el("option", { value: n }, n)));
   select.value = following;
   const other = $("other-run");
   const chosen = other.value;
   const others = names.filter((n) => n !== following);
-  other.replaceChildren(el("option", { value: "" }, "—"), others.map((n) => el("option", { value: n }, n)));
+  other.replaceChildren(el("option", { value: "" }, "—"), ...others.map((n) => el("option", { value: n }, n)));
   other.value = others.includes(chosen) ? chosen : "";
   $("compare-runs").disabled = !following || !other.value;
 }
@@ -135,7 +135,7 @@ function drawAll() {
     lineChart("learning rate", [series("lr", "lr", progress, COLOURS.other)], { steps, marker }),
     lineChart("gradient norm", [series("‖g‖ before clipping", "grad_norm", progress, COLOURS.train)], { steps, log: true, marker }),
     lineChart("tokens / s", [series("tokens/s", "tokens_per_s", progress, COLOURS.other)], { steps, marker }),
-    metrics.some((m) => m.val_accuracy !== undefined)  // a classifier's figures at each evaluation
+    metrics.some((m) => m.macro_f1 !== undefined) // a classifier's figures at each evaluation
       ? lineChart("validation accuracy and macro-F1", [series("accuracy", "val_accuracy", metrics, COLOURS.val, true), series("macro-F1", "macro_f1", metrics, COLOURS.train, true)], { steps, marker })
       : "",
   );
@@ -193,7 +193,7 @@ async function openInWorkshop(runs) {
   try {
     const [model, compare] = await Promise.all(runs.map(async (run) => (await post("/open", { run })).model));
     const query = { model };
-    if (compare) query.compare = compare;
+    if (compare) Object.assign(query, { compare, level: "intermediate" }); // beginners see no compare view
     const probe = data.film[0];
     if (probe) query.text = probe.text ?? probe.tokens.join(""); // the probe, as text the models read
     window.location.href = `./?${new URLSearchParams(query)}`;
