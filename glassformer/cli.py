@@ -1,5 +1,6 @@
 """The ``glassformer`` command: a list of subcommands, each registered by its own module.
 
+    glassformer lessons [...]           the course's lessons: list, show, run, export as notebooks
     glassformer demo                    train a small Llama-style model to copy, look inside
     glassformer config [...]            print a validated ModelConfig as JSON (every field is a flag)
     glassformer data shakespeare        fetch and cache the Shakespeare corpus
@@ -10,6 +11,7 @@
     glassformer chat [MODEL]            chat with an instruct model (default: SmolLM2-135M-Instruct)
     glassformer export MODEL OUT_DIR    write a model as a Hugging Face checkpoint directory
     glassformer inspect MODEL "text"    look inside: attention, logit lens, attributions
+    glassformer count MODEL             parameters, FLOPs per token, KV-cache and activation memory
     glassformer tokenize "text" [...]   show tokens, ids and offsets (--explain: the merges)
     glassformer tokenizer train [...]   train a byte-level BPE tokenizer on a corpus
     glassformer --version
@@ -26,12 +28,14 @@ import sys
 from glassformer.commands import (
     chat,
     config,
+    count,
     data,
     demo,
     evaluate,
     export,
     generate,
     inspect,
+    lessons,
     runs,
     tokenize,
     tokenizer,
@@ -42,6 +46,7 @@ from glassformer.commands import (
 # in the order `glassformer --help` lists them
 COMMANDS = (
     workshop,
+    lessons,
     demo,
     config,
     data,
@@ -52,6 +57,7 @@ COMMANDS = (
     chat,
     export,
     inspect,
+    count,
     tokenize,
     tokenizer,
 )

@@ -11,6 +11,7 @@ from glassformer.train.denormals import flushing_denormals
 # every command and its flags (beyond -h): each command module registers its own parser
 FLAGS = {
     "workshop": {"--port", "--host", "--no-browser"},
+    "lessons": set(),  # its actions (show, export, run) are subcommands: tests/test_lessons.py
     "demo": {"--steps", "--length", "--seed"},
     "config": {"--d-model", "--n-heads", "--n-kv-heads", "--positions", "--tie-embeddings", "--d-ff"},
     "data": {"--data-dir"},
@@ -21,6 +22,7 @@ FLAGS = {
     "chat": {"--dtype", "--system", "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed"},
     "export": {"--overwrite"},
     "inspect": {"--view", "--layer", "--head", "--target", "--out", "--dtype"},
+    "count": {"--seq-len", "--batch", "--dtype", "--json", "--load"},
     "tokenize": {"--tokenizer", "--pattern", "--explain", "--allow-special", "--color"},
     "tokenizer": set(),
     "tokenizer train": {"--corpus", "--vocab-size", "--pattern", "--special", "--data-dir", "--out"},

@@ -28,6 +28,7 @@ LAYERS = [
     ("training", ["glassformer.train"]),
     ("inspection", ["glassformer.inspect"]),
     ("views", ["glassformer.viz"]),
+    ("lessons", ["glassformer.lessons"]),
     ("workshop", ["glassformer.workshop"]),
     (
         "entry points",

@@ -176,3 +176,28 @@ def test_the_page_shows_what_fine_tuning_changed(workshop, models):
     workshop.open(model="base", text=TEXT, level="intermediate")
     assert not page.locator("#change-panel").is_visible()
     workshop.close()
+
+
+def test_the_page_shows_what_the_model_costs(workshop, models):
+    from glassformer.inspect.cost_report import costs
+
+    page = workshop.page
+    workshop.open(model="tuned", text=TEXT, level="intermediate")
+    page.click("#costs summary")
+    page.wait_for_selector('#costs[data-state="ready"]', state="attached")
+    lm = models["tuned"]
+    expected = costs(lm.config, seq_len=lm.config.max_seq_len)
+    shown = page.locator(".costs-table")
+    assert int(shown.get_attribute("data-total")) == expected.total_parameters == lm.net.num_parameters()
+    assert int(shown.get_attribute("data-forward")) == expected.flops.forward
+    assert "= the model's own count" in shown.inner_text()
+    page.fill("#costs .costs-seq", "16")
+    page.select_option("#costs .costs-dtype", "bfloat16")
+    page.wait_for_function(
+        f"document.querySelector('.costs-table').dataset.forward === '{costs(lm.config, 16).flops.forward}'"
+    )
+    assert (
+        int(page.locator(".costs-table").get_attribute("data-kv"))
+        == costs(lm.config, 16, dtype="bfloat16").kv_cache_bytes_per_token
+    )
+    workshop.close()

@@ -19,8 +19,12 @@
     POST /api/attention_change {model, base, text, layer?, head?} -> each head's attention in
                            ``base`` (pretrained) and ``model`` (its fine-tuned copy), and
                            how far it moved (`attention_change.py`)
+    GET  /api/costs        ?model=&seq_len=&batch=&dtype= -> what the model costs: parameters
+                           by component, FLOPs per token, KV cache and training activation
+                           memory (`glassformer.inspect.cost_report.costs`)
     GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`)
     /lab, /api/lab/...     the training lab (`lab_routes.py`, `lab.py`)
+    /lessons, /api/lessons/... the course's lessons, run on this machine (`lesson_routes.py`)
     POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
                            as one more model (its latest checkpoint), to walk or compare
 
@@ -49,6 +53,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from glassformer.inspect.cost_report import costs
 from glassformer.loading import load
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
@@ -61,6 +66,7 @@ from glassformer.workshop.interventions import HeadInterventions
 from glassformer.workshop.lab import Lab
 from glassformer.workshop.lab_routes import lab_routes
 from glassformer.workshop.lens import lens as lens_payload
+from glassformer.workshop.lesson_routes import lesson_routes
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.streaming import token_events
 from glassformer.workshop.tokenization import explain as explain_tokens
@@ -196,6 +202,19 @@ def create_app(
             events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
         )
 
+    async def model_costs(request: Request) -> JSONResponse:
+        query = dict(request.query_params)
+        lm, _ = _model(models, query)
+        sizes = {
+            key: _index(query, key, default)
+            for key, default in (("seq_len", lm.config.max_seq_len), ("batch", 1))
+        }
+        dtype = query.get("dtype", "float32")
+        figures = functools.partial(
+            costs, lm.config, **sizes, dtype=dtype, real_parameters=lm.net.num_parameters()
+        )
+        return await answer(anyio.to_thread.run_sync(lambda: figures().to_dict()))
+
     async def view(request: Request) -> HTMLResponse:
         query = dict(request.query_params)
         lm, _ = _model(models, query)
@@ -213,10 +232,12 @@ def create_app(
         Route("/api/explain", explain, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/api/attention_change", attention_changed, methods=["POST"]),
+        Route("/api/costs", model_costs),
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         *lab_routes(lab, STATIC / "lab.html"),
+        *lesson_routes(models, STATIC / "lessons.html"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -316,9 +337,9 @@ def _settings(body: dict[str, Any], max_new_tokens: int = 1):
         raise RequestError(str(error)) from None
 
 
-def _index(query: dict[str, str], key: str) -> int:
-    """A layer or head number from the query string (default 0)."""
-    value = query.get(key, "0")
+def _index(query: dict[str, str], key: str, default: int = 0) -> int:
+    """An integer from the query string: a layer, a head, a length (absent: ``default``)."""
+    value = query.get(key, str(default))
     try:
         return int(value)
     except ValueError:

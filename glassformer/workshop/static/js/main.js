@@ -18,6 +18,7 @@ import { renderLens } from "./lens.js";
 import { renderCompare } from "./compare.js";
 import { renderExplain } from "./explain_panel.js";
 import { renderAttentionChange } from "./attention_change.js";
+import { renderCosts } from "./costs.js";
 import { renderViewLinks } from "./views.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
@@ -143,6 +144,10 @@ function drawAll() {
   const { model, text } = walk;
   renderTokens(panels.tokens, walk.payload, settings.level, () => fetchTokenization(model, text));
   renderArchitecture(panels.architecture, walk.payload, modelInfo(), settings.level);
+  if ($("costs").dataset.for !== walk.model) { // drawn anew for a new model only
+    $("costs").dataset.for = walk.model;
+    renderCosts($("costs"), walk.model, modelInfo()?.max_seq_len ?? 1);
+  }
   drawLines();
   drawWalk();
   renderPrediction(panels.prediction, walk.payload, settings.level, takeToken);

@@ -1,0 +1,336 @@
+"""What a model costs, from its `ModelConfig` alone: parameters, FLOPs, KV cache, activations.
+
+No weights are needed: every figure follows from the sizes (b=batch, t=s=seq_len, h=heads,
+g=kv heads, d=d_model, e=d_head, f=d_ff, v=vocab, L=layers)::
+
+    parameters        by component; a tied head shares the token table and is counted once
+    forward FLOPs     2 N_matmul + 4 L s h e            per token (Kaplan et al., 2020, table 1)
+    training FLOPs    3 x forward                       (the backward pass is two matmuls per one)
+    KV cache          2 L g e bytes(dtype)              per token of one sequence
+    activations       what autograd keeps for backward  (see `activation_bytes`)
+
+`tests/test_count.py` checks each against the real thing: the built model's parameter
+count, `torch.utils.flop_counter.FlopCounterMode` on a forward pass, a `KVCache`'s
+tensors, and the bytes of the tensors autograd saves (`saved_tensors_hooks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from glassformer.config import ModelConfig
+
+DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+INDEX_BYTES = 8  # token and position ids are int64
+STATS_BYTES = 4  # softmax log-sum-exp rows are float32
+
+
+def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """torch.float32 / bfloat16 / float16, or their names."""
+    if isinstance(dtype, str):
+        if dtype not in DTYPE_NAMES:
+            raise ValueError(f"dtype {dtype!r} is not supported; choose one of: {', '.join(DTYPE_NAMES)}")
+        return DTYPE_NAMES[dtype]
+    return dtype
+
+
+def bytes_per_number(dtype: torch.dtype | str) -> int:
+    """4 for float32, 2 for bfloat16 and float16."""
+    return torch.empty((), dtype=as_dtype(dtype)).element_size()
+
+
+# parameters -------------------------------------------------------------------------------
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    """nn.Linear(n_in, n_out): n_in n_out weights (+ n_out biases)."""
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _norm(config: ModelConfig) -> int:
+    """LayerNorm: gamma and beta (2d); RMSNorm: gamma only (d)."""
+    return config.d_model * (2 if config.norm == "layernorm" else 1)
+
+
+def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
+    """W_Q (d x he), W_K and W_V (d x ge each: GQA / MQA have g < h), W_O (he x d), in ``layers``
+    blocks; biases as ``qkv_bias`` / ``out_bias`` say."""
+    d, h, g, e = config.d_model, config.n_heads, config.n_kv_heads, config.d_head
+    bias = config.qkv_bias
+    return {
+        f"{prefix} q": layers * _linear(d, h * e, bias),
+        f"{prefix} k": layers * _linear(d, g * e, bias),
+        f"{prefix} v": layers * _linear(d, g * e, bias),
+        f"{prefix} out": layers * _linear(h * e, d, config.out_bias),
+    }
+
+
+def _ffn(config: ModelConfig, layers: int) -> dict[str, int]:
+    """W_up and W_down (d x f each); gated activations (SwiGLU, GeGLU) add W_gate."""
+    d, f, bias = config.d_model, config.d_ff, config.ffn_bias
+    counts = {"ffn up": layers * _linear(d, f, bias)}
+    if config.gated:
+        counts["ffn gate"] = layers * _linear(d, f, bias)
+    counts["ffn down"] = layers * _linear(f, d, bias)
+    return counts
+
+
+def _head(config: ModelConfig) -> dict[str, int]:
+    """The output side: LM head (d x v, nothing new when tied), BERT's MLM head (dense d x d,
+    norm, d x v decoder with its v biases), pooler (d x d), classifier (d x c)."""
+    d, v = config.d_model, config.vocab_size
+    tied = config.tie_embeddings
+    counts: dict[str, int] = {}
+    if config.family != "encoder":
+        counts["lm head"] = (0 if tied else d * v) + (v if config.lm_head_bias else 0)
+    elif config.mlm_head:
+        counts["mlm head"] = _linear(d, d, True) + _norm(config) + (0 if tied else d * v) + v
+    if config.pooler:
+        counts["pooler"] = _linear(d, d, True)
+    if config.n_classes:
+        counts["classifier"] = _linear(d, config.n_classes, True)
+    return counts
+
+
+def parameter_counts(config: ModelConfig) -> dict[str, int]:
+    """Parameters by component, summed over layers (and over both stacks of an encoder-decoder).
+
+    The token table is counted once: a tied LM or MLM head (``tie_embeddings``) reuses it, so
+    its entry holds only its biases. Sinusoidal, RoPE and ALiBi positions have no parameters;
+    learned positions are max_seq_len x d, a T5 relative bias buckets x h per stack.
+
+    >>> counts = parameter_counts(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
+    >>> counts["token embedding"], counts["lm head"], sum(counts.values())
+    (3200, 0, 36864)
+    """
+    d, depths = config.d_model, config.stack_depths
+    layers, stacks = sum(depths), len(depths)
+    counts = {"token embedding": config.vocab_size * d}
+    if config.positions == "learned":
+        counts["position embedding"] = stacks * config.max_seq_len * d
+    if config.positions == "t5_relative":
+        counts["position bias"] = stacks * config.relative_buckets * config.n_heads
+    if config.type_vocab_size:
+        counts["segment embedding"] = config.type_vocab_size * d
+    if config.embed_norm:
+        counts["embedding norm"] = stacks * _norm(config)
+    counts.update(_attention(config, "attention", layers))
+    if config.family == "encoder_decoder":
+        counts.update(_attention(config, "cross-attention", config.n_decoder_layers))
+    counts.update(_ffn(config, layers))
+    cross_norms = config.n_decoder_layers if config.family == "encoder_decoder" else 0
+    counts["block norms"] = (2 * layers + cross_norms) * _norm(config)
+    if config.norm_placement == "pre":
+        counts["final norm"] = stacks * _norm(config)
+    counts.update(_head(config))
+    return counts
+
+
+def embedding_parameters(config: ModelConfig) -> int:
+    """Parameters of the lookup tables (tokens, learned positions, segments): what Kaplan et
+    al.'s "non-embedding" count leaves out."""
+    counts = parameter_counts(config)
+    return sum(counts.get(k, 0) for k in ("token embedding", "position embedding", "segment embedding"))
+
+
+# FLOPs ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Forward FLOPs per token, split as the 2N rule and the attention term, and training's."""
+
+    weights: int  # 2 N_matmul: every weight matrix a token passes through, one multiply-add each
+    attention: int  # 4 L s h e: QK^T and pattern @ V over all s keys (the full square)
+    head: int  # of ``weights``: the vocabulary projection (2 d v), tied or not
+
+    @property
+    def forward(self) -> int:
+        return self.weights + self.attention
+
+    @property
+    def training(self) -> int:
+        """Forward + backward ≈ 3 x forward: the backward pass multiplies each matrix twice,
+        for the gradient of its input and of its weight."""
+        return 3 * self.forward
+
+
+def _matmul_weights(config: ModelConfig, cross: bool) -> int:
+    """Weights of one block's matrix products (no biases, norms or lookups); with ``cross``,
+    the cross-attention's W_Q and W_O (its W_K, W_V act on source tokens: counted apart)."""
+    d, h, g, e, f = config.d_model, config.n_heads, config.n_kv_heads, config.d_head, config.d_ff
+    attention = d * (h + 2 * g) * e + h * e * d
+    ffn = (3 if config.gated else 2) * d * f
+    return attention + ffn + (2 * d * h * e if cross else 0)
+
+
+def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
+    """Forward FLOPs per token at ``seq_len`` (FLOPs = 2 x multiply-adds)::
+
+        weights   = 2 N_matmul,   N_matmul = L (d(h+2g)e + hed + 2|3 df) + head
+        attention = L x 2 x 2 s h e        (scores QK^T, then pattern @ V: s h e each)
+
+    The attention term counts the full t x s square, also under a causal mask: the fused
+    kernel (`scaled_dot_product_attention`) and the explicit path both compute it, and
+    ``FlopCounterMode`` counts it so; the useful half of a causal square is attention / 2.
+    Embedding lookups, biases, norms, softmax and activations are not matrix products and
+    are left out (a few percent at most). The head is the vocabulary projection 2 d v
+    (an encoder's MLM head adds its d x d transform; a sentence encoder has none);
+    a classifier or pooler acts once per sequence and is left out.
+
+    An encoder-decoder reads seq_len source tokens per seq_len target tokens: per token,
+    both stacks, the cross-attention's W_Q, W_O (target) and W_K, W_V (source), and a
+    cross-attention term of 4 s h e per decoder layer.
+    """
+    if seq_len < 1:
+        raise ValueError(f"seq_len={seq_len} must be a positive integer")
+    d, v, h, g, e = config.d_model, config.vocab_size, config.n_heads, config.n_kv_heads, config.d_head
+    head = 0
+    if config.family != "encoder":
+        head = d * v
+    elif config.mlm_head:
+        head = d * d + d * v
+    matmul = config.n_layers * _matmul_weights(config, cross=False) + head
+    attention_layers = config.n_layers
+    if config.family == "encoder_decoder":
+        decoder = config.n_decoder_layers
+        matmul += decoder * (_matmul_weights(config, cross=True) + d * 2 * g * e)
+        attention_layers += 2 * decoder  # self-attention and cross-attention
+    return FlopsPerToken(weights=2 * matmul, attention=attention_layers * 4 * seq_len * h * e, head=2 * head)
+
+
+# KV cache -----------------------------------------------------------------------------------
+def kv_cache_bytes(
+    config: ModelConfig, seq_len: int, batch: int = 1, dtype: torch.dtype | str = "float32"
+) -> int:
+    """Self-attention KV cache for ``batch`` sequences of ``seq_len`` tokens::
+
+        bytes = 2 (K and V) x L_causal x g x e x bytes(dtype) x seq_len x batch
+
+    L_causal is the causal stack's depth (`ModelConfig.decoder_depth`: 0 for an encoder, which
+    generates nothing). What `glassformer.nn.kv_cache.KVCache` allocates for ``max_len=seq_len``;
+    an encoder-decoder also keeps the cross-attention K/V of the source (`cross_kv_bytes`).
+    """
+    per_token = 2 * config.decoder_depth * config.n_kv_heads * config.d_head * bytes_per_number(dtype)
+    return per_token * seq_len * batch
+
+
+def cross_kv_bytes(
+    config: ModelConfig, seq_len: int, batch: int = 1, dtype: torch.dtype | str = "float32"
+) -> int:
+    """An encoder-decoder's cross-attention K/V, computed once from ``seq_len`` source tokens:
+    2 x n_decoder_layers x g x e x bytes(dtype) x seq_len x batch (0 for other families)."""
+    if config.family != "encoder_decoder":
+        return 0
+    return (
+        2
+        * config.n_decoder_layers
+        * config.n_kv_heads
+        * config.d_head
+        * bytes_per_number(dtype)
+        * seq_len
+        * batch
+    )
+
+
+# activations ----------------------------------------------------------------------------------
+def _norm_kept(config: ModelConfig) -> int:
+    """Numbers per token a norm keeps for backward: LayerNorm its input and mean, 1/std (d + 2);
+    RMSNorm its input, 1/rms and the normalized x before the gain (2d + 1)."""
+    d = config.d_model
+    return d + 2 if config.norm == "layernorm" else 2 * d + 1
+
+
+def _ffn_kept(config: ModelConfig) -> int:
+    """Plain: x W_up and act(x W_up), 2f (ReLU keeps only its output, f); gated: x W_gate, its
+    activation, x W_up and their product, 4f."""
+    if config.gated:
+        return 4 * config.d_ff
+    return config.d_ff if config.activation == "relu" else 2 * config.d_ff
+
+
+def _attention_kept(
+    config: ModelConfig, seq_len: int, batch: int, causal: bool, cross: bool
+) -> tuple[int, int]:
+    """(numbers in the dtype, float32 numbers) per token one attention sublayer keeps.
+
+    Fused path (`scaled_dot_product_attention`, what training runs): Q, K, V (the projection's
+    output, (h+2g)e; RoPE adds the rotated q and k, (h+g)e), the output z (he: the kernel
+    writes it b t h e, so W_O reads the same memory) and its row log-sum-exp (h, float32). No t x s matrix,
+    except a float attention mask where the kernel takes one: ALiBi's bias (h s per token),
+    a sliding window's mask (t x s per layer, shared by the batch). A learned T5 bias needs
+    the gradient of the mask, which only torch's math path gives: it keeps q, k, v and o's
+    input (4 he) and the pattern (h s). Cross-attention: q and the source's K, V (2ge per
+    source token, as many as target tokens here).
+    """
+    h, g, e, s = config.n_heads, config.n_kv_heads, config.d_head, seq_len
+    if config.positions == "t5_relative" and not cross:
+        return 4 * h * e + h * s, 0
+    qkv = (h + 2 * g) * e
+    if config.positions == "rope" and not cross:
+        qkv += (h + g) * e
+    mask = 0
+    if config.positions == "alibi" and not cross:
+        mask = h * s
+    elif causal and config.attn_window is not None and not cross:
+        mask = s // batch  # a t x s float mask per layer, not per sequence
+    return qkv + h * e + mask, h
+
+
+def _stack_kept(config: ModelConfig, seq_len: int, batch: int, layers: int, causal: bool, cross: bool):
+    """(numbers in the dtype, float32 numbers, int64 ids) per token one stack keeps."""
+    d, s = config.d_model, seq_len
+    ids = 1 + (config.positions == "learned") + (config.type_vocab_size > 0)
+    numbers = (config.d_model + (_norm_kept(config) - d)) if config.embed_norm else 0
+    if config.positions == "rope":
+        numbers += 2 * config.d_head  # cos and sin of every position
+    if config.positions == "t5_relative":
+        ids += s  # the bucket of every (query, key) pair
+    sublayer = _norm_kept(config) + d  # the norm's input and statistics, the sublayer's input
+    attention, float32 = _attention_kept(config, seq_len, batch, causal, cross=False)
+    block = 2 * sublayer + attention + _ffn_kept(config)
+    if cross:
+        cross_numbers, cross_float32 = _attention_kept(config, seq_len, batch, causal, cross=True)
+        block += sublayer + cross_numbers
+        float32 += cross_float32
+    numbers += layers * block
+    if config.norm_placement == "pre":
+        numbers += _norm_kept(config)
+    return numbers, layers * float32, ids
+
+
+def activation_bytes(
+    config: ModelConfig, seq_len: int, batch: int = 1, dtype: torch.dtype | str = "float32"
+) -> int:
+    """Bytes of the tensors a training step's forward pass keeps for backward (fused attention,
+    no dropout), for ``batch`` sequences of ``seq_len`` tokens. Per token and layer::
+
+        2 x (norm: d + 2 | RMSNorm 2d + 1, sublayer input d)      two sublayers, pre or post-norm
+        + (h+2g)e [+ (h+g)e RoPE] + he + h                         attention (`_attention_kept`)
+        + 2f | 4f gated | f ReLU                                   FFN
+
+    plus per stack the ids (8 bytes each), RoPE's cos and sin (2e), the final norm (pre-norm),
+    the stack's output where a matrix reads it (d), and the loss's log-softmax (v). Weights,
+    gradients and optimizer state are not activations. Every number is counted at ``dtype``
+    (mixed precision keeps some float32 copies: RMSNorm's input, softmax statistics). Dropout
+    with p > 0 adds a mask per dropout; the explicit attention path (hooks reading scores or
+    pattern) adds 2 h s per layer. Checked within 2% of `saved_tensors_hooks` on small models.
+    """
+    if seq_len < 1 or batch < 1:
+        raise ValueError(f"seq_len={seq_len} and batch={batch} must be positive integers")
+    d, v = config.d_model, config.vocab_size
+    stacks = []
+    if config.family == "encoder_decoder":
+        stacks.append(_stack_kept(config, seq_len, batch, config.n_layers, causal=False, cross=False))
+        stacks.append(_stack_kept(config, seq_len, batch, config.n_decoder_layers, causal=True, cross=True))
+        head = 2 * d + v  # the encoder output read by W_K, W_V; the decoder output read by the head
+    else:
+        causal = config.family == "decoder"
+        stacks.append(_stack_kept(config, seq_len, batch, config.n_layers, causal=causal, cross=False))
+        head = d + v if config.family == "decoder" else 0
+        if config.family == "encoder" and config.mlm_head:
+            transform = 3 * d - (d if config.activation == "relu" else 0)
+            head = transform + _norm_kept(config) + v  # dense in and out, activation, norm, logits
+    numbers = sum(n for n, _, _ in stacks) + head
+    float32 = sum(f for _, f, _ in stacks)
+    ids = sum(i for _, _, i in stacks)
+    per_token = numbers * bytes_per_number(dtype) + float32 * STATS_BYTES + ids * INDEX_BYTES
+    return per_token * seq_len * batch

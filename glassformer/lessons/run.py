@@ -1,0 +1,144 @@
+"""Run one lesson top to bottom as a notebook, as the tests do; print what each cell printed.
+
+    python -m glassformer.lessons.run glassformer/lessons/03-attention-from-similarity.md
+    python -m glassformer.lessons.run 3
+
+The notebook runs in a fresh ``python3`` kernel (the interpreter running this, via
+ipykernel) inside a temporary directory, with a time limit per cell. The first cell that
+fails stops the run: its source and its error are printed and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from glassformer.lessons.catalog import Lesson, lesson, to_notebook
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class LessonFailed(RuntimeError):
+    """A cell of a lesson raised: which cell, its source, the error, and the notebook as far
+    as it ran (``notebook``)."""
+
+    def __init__(self, item: Lesson, index: int, source: str, error: str, notebook) -> None:
+        self.lesson, self.index, self.source, self.error, self.notebook = item, index, source, error, notebook
+        super().__init__(f"{item.path.name}: code cell {index} failed\n{_indent(source)}\n{error}")
+
+
+def execute(item: Lesson | int | str | Path, cwd: str | Path, timeout: int = 120, notebook=None):
+    """Execute every cell of a lesson in a new python3 kernel whose working directory is
+    ``cwd``; each cell may run ``timeout`` seconds. -> the executed `nbformat.NotebookNode`.
+    ``notebook``: run this notebook of the lesson instead of a fresh `to_notebook` (the
+    tests run the exported file). Raises `LessonFailed` at the first failing cell."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    item = item if isinstance(item, Lesson) else lesson(item)
+    notebook = to_notebook(item) if notebook is None else notebook
+    client = NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    )
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError) as error:
+        index, cell = _failed_cell(notebook)
+        detail = _error_text(cell) if cell is not None else ANSI.sub("", str(error))
+        raise LessonFailed(item, index, cell.source if cell else "", detail, notebook) from None
+    return notebook
+
+
+def code_cells(notebook) -> list:
+    """The code cells of a notebook, in order (the numbering `LessonFailed` uses, from 1)."""
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def _failed_cell(notebook):
+    """(number, cell) of the cell with an error output, else of the last one that started."""
+    cells = code_cells(notebook)
+    for number, cell in enumerate(cells, start=1):
+        if any(output.output_type == "error" for output in cell.get("outputs", ())):
+            return number, cell
+    started = [n for n, cell in enumerate(cells, start=1) if cell.get("execution_count")]
+    number = started[-1] if started else 1
+    return number, cells[number - 1] if cells else None
+
+
+def _error_text(cell) -> str:
+    errors = [output for output in cell.get("outputs", ()) if output.output_type == "error"]
+    if not errors:
+        return "the cell did not finish (time limit)"
+    error = errors[0]
+    return ANSI.sub("", "\n".join(error.traceback)) or f"{error.ename}: {error.evalue}"
+
+
+def output_text(cell) -> str:
+    """What a code cell showed, as text: its streams, results and displays (images named)."""
+    parts = []
+    for output in cell.get("outputs", ()):
+        if output.output_type == "stream":
+            parts.append(output.text.rstrip("\n"))
+        elif output.output_type in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if "text/plain" in data and not any(key.startswith("image/") for key in data):
+                parts.append(data["text/plain"])
+            else:
+                parts.append("[" + ", ".join(sorted(data)) + "]")
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+    return "\n".join(parts)
+
+
+def print_outputs(notebook, file=None) -> None:
+    """Each code cell's number, then what it printed (to ``file``, standard output by default)."""
+    file = file or sys.stdout
+    for number, cell in enumerate(code_cells(notebook), start=1):
+        if cell.get("execution_count") is None and not cell.get("outputs"):
+            continue  # never ran (after the failing cell)
+        text = output_text(cell)
+        print(f"── cell {number} " + "─" * 40, file=file)
+        if text:
+            print(text, file=file)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m glassformer.lessons.run",
+        description="Run a lesson top to bottom in a fresh kernel (cwd: a temporary directory) and print "
+        "each cell's output; exit 1 at the first failing cell, showing its source and its error.",
+    )
+    parser.add_argument("lesson", help="a lesson file (NN-slug.md), or a lesson's number or slug")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per cell (default: 120)")
+    args = parser.parse_args(argv)
+    item = lesson(Path(args.lesson) if args.lesson.endswith(".md") else args.lesson)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="glassformer-lesson-") as cwd:
+        try:
+            notebook = execute(item, cwd, timeout=args.timeout)
+        except LessonFailed as failure:
+            print_outputs(failure.notebook)
+            seconds = time.perf_counter() - start
+            print(f"\nFAILED {item.path.name} at code cell {failure.index} after {seconds:.1f} s:")
+            print(_indent(failure.source))
+            print(failure.error)
+            return 1
+    print_outputs(notebook)
+    print(
+        f"\npassed {item.path.name}: {len(code_cells(notebook))} code cells in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The course's routes (`lesson_pages.py` does the work):
+
+    GET  /lessons                   the lessons' page (static/lessons.html; ?lesson=N opens one)
+    GET  /api/lessons               [{number, name, title, summary}]
+    GET  /api/lessons/{key}         one lesson as cells: rendered Markdown and code
+    POST /api/lessons/{key}/run     run it in a fresh kernel -> {seconds, outputs per code cell}
+    GET  /api/source?name=DOTTED    the source of a function or class a lesson links to
+
+A lesson runs in its own kernel process, one run at a time (2 cores); a failing cell is
+answered 400 with the cell and its error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse
+from starlette.routing import Route
+
+from glassformer.lessons.catalog import lesson
+from glassformer.workshop import lesson_pages
+from glassformer.workshop.http import RequestError
+
+
+def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
+    """The routes above; walk links point at ``models``; ``page`` is the lessons' HTML file."""
+    running = asyncio.Lock()
+
+    async def work(fn, *args) -> JSONResponse:
+        try:
+            return JSONResponse(await anyio.to_thread.run_sync(fn, *args))
+        except RequestError:
+            raise
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+
+    def found(request: Request):
+        try:
+            return lesson(request.path_params["key"])
+        except ValueError as error:
+            raise RequestError(str(error), status=404) from None
+
+    async def listing(request: Request) -> JSONResponse:
+        return await work(lesson_pages.catalog)
+
+    async def one(request: Request) -> JSONResponse:
+        return await work(lambda: lesson_pages.page(found(request), models))
+
+    async def run(request: Request) -> JSONResponse:
+        async with running:
+            return await work(lambda: lesson_pages.run(found(request)))
+
+    async def source(request: Request) -> JSONResponse:
+        return await work(lesson_pages.source, request.query_params.get("name", ""))
+
+    return [
+        Route("/lessons", lambda request: FileResponse(page)),
+        Route("/api/lessons", listing),
+        Route("/api/lessons/{key}", one),
+        Route("/api/lessons/{key}/run", run, methods=["POST"]),
+        Route("/api/source", source),
+    ]
