@@ -258,6 +258,20 @@ def q4_file(gguf_file) -> tuple[Path, dict[str, int]]:
     return path, sections
 
 
+def test_our_reader_reads_what_the_gguf_package_reads(q4_file):
+    """`_reader` views the file as a plain array (fast metadata); every field and tensor is
+    the same bytes as the reference reader's."""
+    from glassformer.formats.gguf import _reader
+
+    path, _ = q4_file
+    ours, theirs = _reader(path), gguf.GGUFReader(str(path))
+    assert list(ours.fields) == list(theirs.fields)
+    for key, field in theirs.fields.items():
+        assert [bytes(p) for p in ours.fields[key].parts] == [bytes(p) for p in field.parts], key
+    tensors = [[(t.name, bytes(t.data)) for t in reader.tensors] for reader in (ours, theirs)]
+    assert tensors[0] == tensors[1]
+
+
 def test_wrong_magic_is_named(tmp_path, q4_file):
     path = tmp_path / "model.gguf"
     path.write_bytes(b"GGML" + q4_file[0].read_bytes()[4:])

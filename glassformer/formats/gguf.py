@@ -97,6 +97,18 @@ def _reader(path: str | Path):
         raise ValueError(f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
 
     class CheckedReader(gguf.GGUFReader):
+        # The reader slices its np.memmap once per metadata value (~250,000 slices for a
+        # 49k-token vocabulary), and each memmap slice pays for memmap's own bookkeeping:
+        # a plain ndarray view of the same mapping reads the same bytes, still without
+        # copying the file, in under a third of the time (SmolLM2's file: 2.8 s -> 0.8 s).
+        @property
+        def data(self) -> np.ndarray:
+            return self._mapped
+
+        @data.setter
+        def data(self, mapped: np.ndarray) -> None:
+            self._mapped = mapped.view(np.ndarray)
+
         # The reader parses every tensor's info, then maps its data; checking in between
         # names the tensor even for a type number the gguf package does not know (which it
         # would report only as "not a valid GGMLQuantizationType").
