@@ -53,3 +53,32 @@ def browser():
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield chromium
         chromium.close()
+
+
+# the workshop ----------------------------------------------------------------------------
+# A module that serves the workshop defines ``app`` (or its own ``server``); these give it
+# a test client, a server on a free port for the module, and a browser tab per test.
+@pytest.fixture(scope="module")
+def client(app):
+    from starlette.testclient import TestClient
+
+    return TestClient(app)
+
+
+@pytest.fixture(scope="module")
+def server(app):
+    from tests.workshop_server import serving
+
+    with serving(app) as url:
+        yield url
+
+
+@pytest.fixture
+def workshop(browser, server, tmp_path):
+    """The page in a tab (`tests.test_workshop_page.Workshop`), closed after the test."""
+    from tests.test_workshop_page import Workshop
+
+    opened = Workshop(browser, server, tmp_path)
+    yield opened
+    if not opened.page.is_closed():
+        opened.close()

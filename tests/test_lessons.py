@@ -148,4 +148,5 @@ def test_cli_run_reports_pass_and_the_failing_cell(tmp_path, capsys):
     failing.write_text(TINY.format(41))
     assert run_main([str(failing)]) == 1
     out = capsys.readouterr().out
-    assert "FAILED 98-tiny.md at code cell 2" in out and "assert x == 41" in out and "AssertionError" in out
+    assert re.search(r"FAIL  98-tiny  \d+\.\d s", out) and "98-tiny.md: code cell 2 failed" in out
+    assert "assert x == 41" in out and "AssertionError" in out

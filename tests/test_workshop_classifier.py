@@ -13,7 +13,6 @@ import re
 
 import pytest
 import torch
-from starlette.testclient import TestClient
 
 import glassformer as gf
 from glassformer.inspect.fine_tuning import attention_shift
@@ -21,8 +20,7 @@ from glassformer.models import with_classifier
 from glassformer.workshop.arrays import pack_unit
 from glassformer.workshop.explanations import explain
 from glassformer.workshop.server import create_app
-from tests.test_workshop_page import TEXT, Workshop, char_lm
-from tests.workshop_server import serving
+from tests.test_workshop_page import TEXT, char_lm
 
 LABELS = ("comedy", "history", "tragedy")
 MOVED_LAYER = 1
@@ -42,25 +40,6 @@ def models() -> dict[str, gf.LanguageModel]:
 @pytest.fixture(scope="module")
 def app(models):
     return create_app(models, origins={"tuned": "base"})
-
-
-@pytest.fixture(scope="module")
-def client(app):
-    return TestClient(app)
-
-
-@pytest.fixture(scope="module")
-def server(app):
-    with serving(app) as url:
-        yield url
-
-
-@pytest.fixture
-def workshop(browser, server, tmp_path):
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.close()
 
 
 # the API ---------------------------------------------------------------------------------

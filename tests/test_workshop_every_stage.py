@@ -10,7 +10,7 @@ import pytest
 
 from glassformer.inspect.logit_lens import logit_lens
 from glassformer.workshop.architecture import stages
-from tests.test_workshop_page import TEXT, models, server, workshop  # noqa: F401 (fixtures)
+from tests.test_workshop_page import TEXT, models, server  # noqa: F401 (fixtures)
 
 FIRST_FEATURES = 64  # the page maps a feature axis's first 64 columns (stage_detail.js)
 

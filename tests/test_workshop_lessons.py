@@ -9,7 +9,6 @@ from __future__ import annotations
 import string
 
 import pytest
-from starlette.testclient import TestClient
 
 import glassformer as gf
 from glassformer.lessons.catalog import lessons, links, to_notebook
@@ -17,8 +16,6 @@ from glassformer.lessons.run import code_cells
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.server import create_app
 from tests.conftest import tiny_model
-from tests.test_workshop_page import Workshop
-from tests.workshop_server import serving
 
 LESSON = 3  # attention from similarity: equations, walk links and code links
 RUN = 4  # the lesson the page runs (backpropagation through attention: a few seconds)
@@ -29,25 +26,6 @@ def app():
     tokenizer = CharTokenizer.from_text(string.ascii_letters + string.digits + " .,?!'")
     lm = gf.LanguageModel(tiny_model(vocab_size=tokenizer.vocab_size, max_seq_len=80), tokenizer)
     return create_app({"tiny": lm})
-
-
-@pytest.fixture(scope="module")
-def client(app):
-    return TestClient(app)
-
-
-@pytest.fixture(scope="module")
-def server(app):
-    with serving(app) as url:
-        yield url
-
-
-@pytest.fixture
-def workshop(browser, server, tmp_path):
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.close()
 
 
 def test_the_lessons_are_listed_and_rendered_as_cells(client):

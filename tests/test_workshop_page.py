@@ -126,14 +126,6 @@ class Workshop:
         assert foreign == [], f"the page asked other origins: {foreign}"
 
 
-@pytest.fixture
-def workshop(browser, server, tmp_path):
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.close()
-
-
 # what the page should show ---------------------------------------------------------------
 def shown_token(text: str) -> str:
     """The page's spelling of a token: whitespace made visible."""

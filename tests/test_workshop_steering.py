@@ -17,7 +17,6 @@ from tests.test_workshop_page import (  # noqa: F401 (fixtures)
     Workshop,
     models,
     server,
-    workshop,
 )
 
 PATCH_TEXT = "the dog ran on the rug"  # as many characters (tokens) as TEXT

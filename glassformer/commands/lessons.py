@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
-import time
 from pathlib import Path
 
 
@@ -79,20 +77,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_lesson(args: argparse.Namespace) -> int:
     from glassformer.lessons import lesson
-    from glassformer.lessons.run import LessonFailed, execute, print_outputs
+    from glassformer.lessons.run import run_and_report
 
     item = lesson(Path(args.lesson) if args.lesson.endswith(".md") else args.lesson)
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="glassformer-lesson-") as cwd:
-        try:
-            notebook = execute(item, cwd, timeout=args.timeout)
-        except LessonFailed as failure:
-            if args.verbose:
-                print_outputs(failure.notebook)
-            print(f"FAIL  {item.name}  {time.perf_counter() - start:.1f} s")
-            print(failure)
-            return 1
-    if args.verbose:
-        print_outputs(notebook)
-    print(f"pass  {item.name}  {time.perf_counter() - start:.1f} s")
-    return 0
+    return run_and_report(item, args.timeout, verbose=args.verbose)

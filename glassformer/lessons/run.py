@@ -121,22 +121,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=120, help="seconds per cell (default: 120)")
     args = parser.parse_args(argv)
     item = lesson(Path(args.lesson) if args.lesson.endswith(".md") else args.lesson)
+    return run_and_report(item, args.timeout)
+
+
+def run_and_report(item: Lesson, timeout: int = 120, verbose: bool = True, file=None) -> int:
+    """Run ``item`` in a temporary directory and print how it went: each cell's output
+    (``verbose``), then ``pass  NN-slug  S s`` or ``FAIL  NN-slug  S s`` with the failing
+    cell's source and error. -> the exit status: 0 passed, 1 failed."""
+    file = file or sys.stdout
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="glassformer-lesson-") as cwd:
         try:
-            notebook = execute(item, cwd, timeout=args.timeout)
+            notebook = execute(item, cwd, timeout=timeout)
         except LessonFailed as failure:
-            print_outputs(failure.notebook)
-            seconds = time.perf_counter() - start
-            print(f"\nFAILED {item.path.name} at code cell {failure.index} after {seconds:.1f} s:")
-            print(_indent(failure.source))
-            print(failure.error)
+            if verbose:
+                print_outputs(failure.notebook, file)
+            print(f"FAIL  {item.name}  {time.perf_counter() - start:.1f} s", file=file)
+            print(failure, file=file)
             return 1
-    print_outputs(notebook)
-    print(
-        f"\npassed {item.path.name}: {len(code_cells(notebook))} code cells in "
-        f"{time.perf_counter() - start:.1f} s"
-    )
+    if verbose:
+        print_outputs(notebook, file)
+    cells = len(code_cells(notebook))
+    print(f"pass  {item.name}  {time.perf_counter() - start:.1f} s ({cells} code cells)", file=file)
     return 0
 
 
