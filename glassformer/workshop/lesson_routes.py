@@ -39,8 +39,11 @@ def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
             raise RequestError(str(error)) from None
 
     def found(request: Request):
+        key = request.path_params["key"]
+        if key.endswith(".md"):  # a file path: the library reads one, the browser may not
+            raise RequestError(f"no lesson {key!r}: name a lesson by its number or slug", status=404)
         try:
-            return lesson(request.path_params["key"])
+            return lesson(key)
         except ValueError as error:
             raise RequestError(str(error), status=404) from None
 
