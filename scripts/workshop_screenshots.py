@@ -3,8 +3,11 @@
 Serves the workshop with SmolLM2-135M-Instruct on a free local port and drives the page
 as a user would: each level, the tokenizer's merges, an opened attention step (the query·key view), an opened
 feed-forward step (its most active neurons), a generation's timeline scrubbed to a step,
-and the compare view of the model beside itself with a head scaled. Run from the
-repository root, after `make setup`:
+the compare view of the model beside itself with a head scaled, two explanations of the
+prediction side by side, what the model costs, and a lesson (its equations, a code link,
+its outputs after a run). With ``runs/genre-minilm`` trained (``glassformer train --preset
+genre-minilm --out runs/genre-minilm``), also the classifier's label and what fine-tuning
+changed against MiniLM. Run from the repository root, after `make setup`:
 
     .venv/bin/python -m scripts.workshop_screenshots [--out docs/screenshots]
 """
@@ -34,7 +37,11 @@ def main() -> None:
     from glassformer.workshop.server import create_app
     from tests.workshop_server import serving
 
-    app = create_app({"smollm2": gf.load("smollm2-135m-instruct")})
+    models = {"smollm2": gf.load("smollm2-135m-instruct")}
+    classifier = Path("runs/genre-minilm")
+    if (classifier / "model.safetensors").exists():
+        models |= {"minilm-l6": gf.load("minilm-l6"), "genre-minilm": gf.load(classifier)}
+    app = create_app(models, origins={"genre-minilm": "minilm-l6"})
     with serving(app) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
         page = browser.new_page(viewport=VIEWPORT)
@@ -92,6 +99,36 @@ def main() -> None:
         open_(level="advanced", intervene="5.3.scale*4,7.1.zero", compare="smollm2")
         page.wait_for_selector('#compare[data-state="ready"]', state="attached")
         shot("compare", page.locator("#compare-panel"))
+
+        open_(level="intermediate")
+        page.select_option("#explain .xp-method >> nth=0", "ig")
+        page.select_option("#explain .xp-method >> nth=1", "occlusion")
+        page.check("#explain .xp-keep")  # SmolLM2's first token is its attention sink
+        page.click("#explain .xp-go")
+        page.wait_for_selector('#explain[data-state="ready"]', state="attached")
+        shot("explain", page.locator("#explain-panel"))
+        page.click("#costs summary")
+        page.wait_for_selector('#costs[data-state="ready"]', state="attached")
+        shot("costs", page.locator("#model-panel"))
+
+        page.goto(f"{url}lessons?lesson=3")
+        page.wait_for_selector('body[data-state="ready"]', state="attached")
+        page.locator(".code-link >> nth=0").click()
+        page.wait_for_selector("#code-panel:not([hidden])")
+        shot("lesson")
+        page.click("#run-lesson")
+        page.wait_for_selector('#lesson[data-run="done"]', state="attached")
+        page.locator(".output-text >> nth=0").scroll_into_view_if_needed()
+        shot("lesson-run")
+
+        if "genre-minilm" in models:
+            passage = "Now is the winter of our discontent made glorious summer by this sun of York"
+            page.goto(f"{url}?{urlencode({'model': 'genre-minilm', 'text': passage, 'level': 'intermediate'})}")
+            page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+            shot("classifier")
+            page.click(".change-go")
+            page.wait_for_selector('#change[data-state="ready"]', state="attached")
+            shot("fine-tuning-changed", page.locator("#change-panel"))
         browser.close()
 
 
