@@ -44,12 +44,22 @@ def execute(item: Lesson | int | str | Path, cwd: str | Path, timeout: int = 120
         notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     )
     try:
-        client.execute()
+        client.execute(env=_kernel_environment())
     except (CellExecutionError, CellTimeoutError) as error:
         index, cell = _failed_cell(notebook)
         detail = _error_text(cell) if cell is not None else ANSI.sub("", str(error))
         raise LessonFailed(item, index, cell.source if cell else "", detail, notebook) from None
     return notebook
+
+
+def _kernel_environment() -> dict[str, str]:
+    """This process's environment for the kernel, less one warning: tqdm's notebook progress
+    bar asks for ipywidgets, which a lesson does not need (its text bar works)."""
+    import os
+
+    ignored = "ignore:IProgress not found"
+    warnings = os.environ.get("PYTHONWARNINGS")
+    return {**os.environ, "PYTHONWARNINGS": f"{warnings},{ignored}" if warnings else ignored}
 
 
 def code_cells(notebook) -> list:
