@@ -31,7 +31,7 @@ const row = (name, value, note = "") => el("tr", {}, el("th", {}, name), el("td"
 function table(figures) {
   const total = figures.total_parameters;
   const parameters = Object.entries(figures.parameters).map(([name, n]) =>
-    row(name, count(n), total ? `${((100 * n) / total).toFixed(1)}%` : ""));
+    row(name, count(n), n === 0 && name.endsWith("head") ? "tied: its matrix is the token table's, counted once" : `${((100 * n) / total).toFixed(1)}%`));
   const f = figures.flops_per_token;
   const real = figures.real_parameters;
   return el("table", { class: "costs-table", dataset: { total, forward: f.forward, kv: figures.kv_cache_bytes_per_token } },
