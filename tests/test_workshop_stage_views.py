@@ -24,8 +24,8 @@ from tests.test_workshop_page import (
     shown_token,
 )
 
-# The page tests' fixtures: a server holding their tiny models, and the page in one tab.
-models, server, workshop = page_tests.models, page_tests.server, page_tests.workshop
+# The page tests' fixtures: a server holding their tiny models (the tab: conftest's workshop).
+models, server = page_tests.models, page_tests.server
 
 SIGNIFICANT = 5e-4  # the page prints 4 significant digits: half a unit of the 4th, relative
 FLOAT32 = 1e-5  # the page sums q ⊙ k in its own order
