@@ -101,6 +101,10 @@ def _reader(path: str | Path):
         # 49k-token vocabulary), and each memmap slice pays for memmap's own bookkeeping:
         # a plain ndarray view of the same mapping reads the same bytes, still without
         # copying the file, in under a third of the time (SmolLM2's file: 2.8 s -> 0.8 s).
+        def __init__(self, file: str) -> None:
+            self.filename = file  # np.memmap's own name for it, which the view has not
+            super().__init__(file)
+
         @property
         def data(self) -> np.ndarray:
             return self._mapped
@@ -311,7 +315,7 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         meta = read_gguf_tokenizer(reader)
         tokenizer = meta.tokenizer()
     except (ValueError, TypeError) as error:  # bad UTF-8, a merge of unknown tokens, ...
-        if str(reader.data.filename) in str(error):  # gguf_vocab's own errors name the file
+        if str(reader.filename) in str(error):  # gguf_vocab's own errors name the file
             raise
         raise ValueError(f"{path}: the GGUF tokenizer metadata is damaged: {error}") from None
     tensors = {t.name: t for t in reader.tensors}

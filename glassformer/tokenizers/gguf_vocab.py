@@ -120,7 +120,8 @@ def read_gguf_tokenizer(source) -> GGUFTokenizer:
     from gguf import GGUFReader
 
     if isinstance(source, GGUFReader):
-        reader, name = source, str(getattr(getattr(source, "data", None), "filename", None) or "<GGUFReader>")
+        named = getattr(source, "filename", None) or getattr(getattr(source, "data", None), "filename", None)
+        reader, name = source, str(named or "<GGUFReader>")
     else:
         path = Path(source)
         if not path.is_file():
