@@ -6,6 +6,7 @@ has every step a decoder has; the lessons are the package's own."""
 
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
@@ -86,4 +87,22 @@ def test_running_a_lesson_shows_what_each_cell_printed(workshop):
     printed = page.locator(".output-text").all_inner_texts()
     assert printed and all(text.strip() for text in printed)
     assert any(ch.isdigit() for ch in "".join(printed))  # numbers computed on this machine
+    workshop.close()
+
+
+def test_the_walk_links_each_step_to_the_lessons_that_explain_it(workshop, client):
+    listed = client.get("/api/lessons").json()
+    pattern = re.compile(r"((en|de)coder\.)?blocks\.\d+\.(cross_)?attn\.pattern")  # any layer's weights
+    explaining = [x["number"] for x in listed if any(pattern.fullmatch(stage) for stage in x["stages"])]
+    assert LESSON in explaining
+    page = workshop.page
+    workshop.open(model="tiny", level="intermediate")
+    step = page.locator('li.step[data-stage="blocks.0.attn.pattern"]')
+    step.locator(".lesson-link >> nth=0").wait_for(state="attached")
+    shown = [
+        int(n) for n in step.locator(".lesson-link").evaluate_all("(a) => a.map((e) => e.dataset.lesson)")
+    ]
+    assert shown == explaining  # every lesson linking to an attention pattern, any layer's
+    step.locator(f'.lesson-link[data-lesson="{LESSON}"]').click()
+    page.wait_for_selector(f'#lesson[data-lesson="{LESSON}"]', state="attached")
     workshop.close()

@@ -43,8 +43,18 @@ RUN_TIMEOUT_S = 120  # per cell
 
 
 def catalog() -> list[dict[str, Any]]:
-    """Every lesson: number, name, title, summary."""
-    return [{"number": x.number, "name": x.name, "title": x.title, "summary": x.summary} for x in lessons()]
+    """Every lesson: number, name, title, summary, and the walk's steps it links to (their
+    ids without ``?model=...``: the walk links back to the lessons from those steps)."""
+    return [
+        {
+            "number": x.number,
+            "name": x.name,
+            "title": x.title,
+            "summary": x.summary,
+            "stages": sorted({urlsplit(target).path for kind, target, _ in links(x) if kind == "walk"}),
+        }
+        for x in lessons()
+    ]
 
 
 def page(item: Lesson, models: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The course's routes (`lesson_pages.py` does the work):
 
     GET  /lessons                   the lessons' page (static/lessons.html; ?lesson=N opens one)
-    GET  /api/lessons               [{number, name, title, summary}]
+    GET  /api/lessons               [{number, name, title, summary, stages}]
     GET  /api/lessons/{key}         one lesson as cells: rendered Markdown and code
     POST /api/lessons/{key}/run     run it in a fresh kernel -> {seconds, outputs per code cell}
     GET  /api/source?name=DOTTED    the source of a function or class a lesson links to

@@ -47,6 +47,7 @@ let generated = []; // a timeline step's walk: the generated ids its pass reads 
 let openBlock = "";
 let head = 0; // the head shown when a per-head step is opened
 let walksDone = 0;
+let lessonsByKind = new Map(); // a step's kind ("attn.pattern") -> the lessons that link to it
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
 const stageTensors = new Map(); // pass input + "\n" + name -> Promise of /api/stage's answer
 // teaching mode: the walk revealed step by step, the block being revealed open
@@ -93,6 +94,7 @@ function drawWalk() {
   renderWalk(panels.walk, {
     payload: walk.payload,
     level: settings.level,
+    lessonsFor: (kind) => lessonsByKind.get(kind) ?? [],
     openBlock,
     selected: settings.stage,
     onOpenBlock: (group) => {
@@ -331,6 +333,26 @@ const controls = bindControls($("controls"), {
   },
 });
 
+/** The lessons' catalog, as a map from a step's kind to the lessons that explain it. */
+async function loadLessons() {
+  try {
+    const response = await fetch("api/lessons");
+    if (!response.ok) return;
+    const byKind = new Map();
+    for (const lesson of await response.json()) {
+      for (const stage of lesson.stages) {
+        const { kind } = parseStage(stage);
+        if (!byKind.has(kind)) byKind.set(kind, []);
+        if (!byKind.get(kind).includes(lesson)) byKind.get(kind).push(lesson);
+      }
+    }
+    lessonsByKind = byKind;
+    if (walk) drawWalk();
+  } catch {
+    // no lessons: the walk simply has no links to them
+  }
+}
+
 async function start() {
   document.body.dataset.level = settings.level;
   try {
@@ -345,6 +367,7 @@ async function start() {
     if (settings.model) notice = `This workshop does not hold the model '${settings.model}' named in the link; showing '${models[0].name}'.`;
     settings.model = models[0].name;
   }
+  loadLessons(); // not waited for: the walk links to them once they are known
   controls.setModels(models, settings.model);
   controls.setLocked(settings.lock);
   controls.show(settings);

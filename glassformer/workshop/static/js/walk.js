@@ -72,6 +72,11 @@ function stepRow(stage, view) {
     const maths = equation(kind, ctx);
     if (maths) notes.push(el("p", { class: "step-eq", html: maths }));
   }
+  const lessons = view.lessonsFor?.(kind) ?? [];
+  if (lessons.length) {
+    notes.push(el("p", { class: "step-lessons" }, lessons.length > 1 ? "lessons " : "lesson ",
+      lessons.flatMap((lesson, i) => [i ? " · " : "", el("a", { href: `lessons?lesson=${lesson.number}`, class: "lesson-link", title: `lesson ${lesson.number}: ${lesson.title}`, dataset: { lesson: lesson.number } }, String(lesson.number))])));
+  }
   if (level === "advanced") {
     const code = codeLocation(kind, cross);
     notes.push(
@@ -157,7 +162,8 @@ export function groupOf(stages, id) {
 }
 
 /**
- * view: {payload, level, openBlock, selected, onOpenBlock(group), onSelect(id), detailFor(stage)}
+ * view: {payload, level, openBlock, selected, onOpenBlock(group), onSelect(id), detailFor(stage),
+ *        lessonsFor(kind) -> [{number, title}] (the lessons that link to a step of that kind)}
  */
 export function renderWalk(container, view) {
   const out = [];
