@@ -261,6 +261,7 @@ def test_glassformer_train_and_eval_a_genre_run(tmp_path, capsys):
     (frame,) = read_film(out)  # the film of a classifier: attention and roles, no lens to read
     assert frame["step"] == 4 and frame["lens"] is None and frame["induction"] is None
     assert frame["patterns"]["shape"][:2] == [1, 2] and frame["text"] == "".join(frame["tokens"])
+    assert frame["classes"]["names"] == list(GENRES) and abs(sum(frame["classes"]["p"]) - 1) < 1e-3
     capsys.readouterr()
     assert cli.main(["eval", str(out), "--data-dir", str(data)]) == 0
     shown = capsys.readouterr().out

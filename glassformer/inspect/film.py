@@ -11,6 +11,7 @@ frame to ``film.jsonl`` in the run directory::
      "previous_token": [[...H] x L],                        mean A[i, i-1]        (head_roles)
      "induction": [[...H] x L] | null,                      on repeated random tokens (decoders)
      "lens": {"layers": [...], "top": [[token x t] x layers], "p": [[...] x layers]} | null,
+     "classes": {"names": [...], "p": [...]} | null,        a classifier's label probabilities
      "projection": [[x, y] x t]}                            the last stream, PCA to 2-D
 
 A scrubber over the frames shows attention patterns sharpen and head roles appear: on the
@@ -72,6 +73,8 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
     prefix = "encoder." if net.config.family == "encoder_decoder" else ""
     with torch.no_grad(), evaluating(net):
         names = [f"{prefix}blocks.*.attn.pattern", f"{prefix}blocks.*.resid_post"]
+        if net.config.n_classes:
+            names.append("classifier.logits")
         decoder = lm.inputs.decoder_ids(None)  # an encoder-decoder's start token; else None
         trace = capture(net, names, lambda: lm.inputs.forward(ids, decoder), input_ids=ids)
         patterns = torch.stack([trace[n][0] for n in trace if n.endswith("attn.pattern")]).float()  # L H t t
@@ -83,6 +86,7 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
             "previous_token": _rounded(previous_token_scores(trace, prefix)),
             "induction": _rounded(induction_scores(lm)) if isinstance(net, DecoderLM) else None,
             "lens": _lens(lm, ids, labels),
+            "classes": _classes(net.config, trace["classifier.logits"][0]) if net.config.n_classes else None,
             "projection": _rounded(_pca_2d(trace[last][0].float())),
         }
     return frame
@@ -112,6 +116,12 @@ def _lens(lm, ids: torch.Tensor, labels) -> dict[str, Any] | None:
     lens = logit_lens(lm, ids, k=1, decoder_input=decoder)
     top = [[labels(int(i)) for i in layer[:, 0]] for layer in lens.top_ids]  # layers t
     return {"layers": lens.layers, "top": top, "p": _rounded(lens.top_probs[..., 0])}
+
+
+def _classes(config, logits: torch.Tensor) -> dict[str, Any]:
+    """A classifier's label probabilities on the probe (c logits), with the labels' names."""
+    names = list(config.class_names) or [str(k) for k in range(config.n_classes)]
+    return {"names": names, "p": _rounded(torch.softmax(logits.float(), dim=-1))}
 
 
 def _text(tokenizer, ids: list[int]) -> str | None:

@@ -1,7 +1,8 @@
 // Checkpoints as a film: a scrubber over the frames a run recorded at each evaluation
 // (glassformer/inspect/film.py). For the chosen frame: every head's attention on the probe,
 // the head-role scores (previous token, induction), the logit lens's top guess per layer at
-// the last position, and the last stream's 2-D projection, one dot per probe token.
+// the last position (a classifier: its label probabilities), and the last stream's 2-D
+// projection, one dot per probe token.
 
 import { slice, unpack } from "./arrays.js";
 import { el, svg } from "./dom.js";
@@ -54,6 +55,13 @@ function lensLine(frame) {
     el("li", {}, `${name}: ${quoted(frame.lens.top[l][last])} ${number(frame.lens.p[l][last], 2)}`)));
 }
 
+/** A classifier's probabilities for the probe's label at this checkpoint. */
+function classLine(frame) {
+  const { names, p } = frame.classes;
+  return el("ol", { class: "film-classes" }, names.map((name, k) =>
+    el("li", { dataset: { label: name, p: p[k] } }, el("span", { class: "film-class-bar", style: { width: `${Math.round(100 * p[k])}px` } }), ` ${name} ${number(p[k], 2)}`)));
+}
+
 function projection(frame) {
   const points = frame.projection;
   const xs = points.map((p) => p[0]);
@@ -92,7 +100,9 @@ export function renderFilm(node, frames, chosen, onStep, compared = null) {
     el("label", { class: "hint" }, "compare with checkpoint ", against),
     roleTable(frame, other),
     el("div", { class: "film-pair" },
-      el("div", {}, el("h3", {}, "Logit lens at the last position"), lensLine(frame)),
+      frame.classes
+        ? el("div", {}, el("h3", {}, "The probe's label"), classLine(frame))
+        : el("div", {}, el("h3", {}, "Logit lens at the last position"), lensLine(frame)),
       el("div", {}, el("h3", {}, "The last stream, projected (PCA)"), projection(frame))),
   );
   node.dataset.step = String(frame.step);
