@@ -27,7 +27,6 @@ def train(steps: int, film: bool, out: Path) -> tuple[float, int, list[dict], fl
     from glassformer.inspect.film import FilmRecorder, read_film
     from glassformer.train.runs import prepare
     from glassformer.train.settings import apply_overrides, load_preset
-    from glassformer.train.trainer import Trainer
 
     settings = apply_overrides(load_preset("induction"), [f"train.steps={steps}", "train.sample_tokens=0"])
     prepared = prepare(settings, None)
@@ -40,12 +39,8 @@ def train(steps: int, film: bool, out: Path) -> tuple[float, int, list[dict], fl
         recorder(net, step)
         recording[0] += time.perf_counter() - start
 
-    trainer = Trainer(
+    trainer = prepared.trainer(
         settings,
-        prepared.net,
-        prepared.tokenizer,
-        prepared.train_batches,
-        prepared.val_batches,
         out,
         extra_eval=None,
         log=lambda line: None,

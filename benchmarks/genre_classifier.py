@@ -26,7 +26,6 @@ from glassformer.train.classification import predict, report
 from glassformer.train.genres import GENRES, shakespeare_genres
 from glassformer.train.runs import prepare
 from glassformer.train.settings import load_preset
-from glassformer.train.trainer import Trainer
 
 PRESETS = ("genre-minilm", "genre-scratch")
 
@@ -47,12 +46,8 @@ def train_or_read(preset: str, out: Path, reuse: bool, data_dir: str | None) -> 
             from glassformer.formats.run_directory import RUN_FILES, TENSORBOARD
 
             delete_owned_directory(out, RUN_FILES, owned_folders={TENSORBOARD})
-        trainer = Trainer(
+        trainer = prepared.trainer(
             settings,
-            prepared.net,
-            prepared.tokenizer,
-            prepared.train_batches,
-            prepared.val_batches,
             out,
             sample=prepared.sample,
             extra_eval=prepared.extra_eval,

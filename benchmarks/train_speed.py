@@ -67,12 +67,8 @@ def main() -> None:
     for label, overrides in [("ours (preset, bf16)", []), ("ours (fp32)", FP32)]:
         run = apply_overrides(load_preset("shakespeare-char"), ["train.tensorboard=false", *overrides])
         prepared = prepare(run, args.data_dir, log=lambda _: None)
-        trainers[label] = Trainer(
+        trainers[label] = prepared.trainer(
             run,
-            prepared.net,
-            prepared.tokenizer,
-            prepared.train_batches,
-            prepared.val_batches,
             "/tmp/gf-bench-run",
         )
     first = next(iter(trainers.values()))
@@ -126,12 +122,8 @@ def full_comparison(args, train_ids: np.ndarray, vocab: int) -> None:
     """Train both recipes 2,000 steps; compare validation loss on the same windows."""
     run = apply_overrides(load_preset("shakespeare-char"), ["train.tensorboard=false"])
     prepared = prepare(run, args.data_dir, log=lambda _: None)
-    trainer = Trainer(
+    trainer = prepared.trainer(
         run,
-        prepared.net,
-        prepared.tokenizer,
-        prepared.train_batches,
-        prepared.val_batches,
         "/tmp/gf-bench-full",
         log=lambda _: None,
     )

@@ -261,6 +261,12 @@ class ModelConfig:
         n_layers in a decoder, n_decoder_layers in an encoder-decoder, 0 in an encoder."""
         return 0 if self.family == "encoder" else self.stack_depths[-1]
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """A classifier's label names: ``class_names``, or the class numbers "0", "1", ...;
+        () without a classification head."""
+        return self.class_names or tuple(str(k) for k in range(self.n_classes))
+
     # serialization ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

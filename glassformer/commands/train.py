@@ -57,7 +57,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from glassformer.train.runs import prepare
-    from glassformer.train.trainer import Trainer
 
     out = Path(args.out) if args.out else RUNS_ROOT / args.preset
     settings = _settings(args, out)
@@ -66,12 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
         torch.set_num_threads(settings.train.threads)
     prepared = prepare(settings, args.data_dir)
-    trainer = Trainer(
+    trainer = prepared.trainer(
         settings,
-        prepared.net,
-        prepared.tokenizer,
-        prepared.train_batches,
-        prepared.val_batches,
         out,
         sample=prepared.sample if settings.train.sample_tokens else None,
         extra_eval=prepared.extra_eval,

@@ -120,8 +120,7 @@ def _lens(lm, ids: torch.Tensor, labels) -> dict[str, Any] | None:
 
 def _classes(config, logits: torch.Tensor) -> dict[str, Any]:
     """A classifier's label probabilities on the probe (c logits), with the labels' names."""
-    names = list(config.class_names) or [str(k) for k in range(config.n_classes)]
-    return {"names": names, "p": _rounded(torch.softmax(logits.float(), dim=-1))}
+    return {"names": list(config.labels), "p": _rounded(torch.softmax(logits.float(), dim=-1))}
 
 
 def _text(tokenizer, ids: list[int]) -> str | None:

@@ -34,6 +34,7 @@ from glassformer.train.genres import GENRES, shakespeare_genres
 from glassformer.train.settings import RunConfig
 from glassformer.train.tasks import TASKS, make_task
 from glassformer.train.token_files import token_file
+from glassformer.train.trainer import Trainer
 
 MASK, PAD, EOT = "[MASK]", "[PAD]", "<|endoftext|>"
 
@@ -49,6 +50,11 @@ class Prepared:
     sample: Callable[[TransformerModel], str] | None
     extra_eval: Callable[[TransformerModel], dict[str, float]] | None
     val_chars_per_token: float | None = None
+
+    def trainer(self, run: RunConfig, out: str | Path, **options: Any) -> Trainer:
+        """A `Trainer` of this net on these batches, writing the run directory ``out``;
+        ``options`` are the trainer's own keywords (``sample``, ``extra_eval``, ``on_eval``, ``log``)."""
+        return Trainer(run, self.net, self.tokenizer, self.train_batches, self.val_batches, out, **options)
 
 
 def prepare(

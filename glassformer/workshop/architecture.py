@@ -125,8 +125,7 @@ def _classifier(config: ModelConfig) -> dict[str, Any] | None:
     """A classification head: its classes (named, or numbered) and its pooling; None without one."""
     if not config.n_classes:
         return None
-    names = list(config.class_names) or [str(i) for i in range(config.n_classes)]
-    return {"classes": names, "pooling": config.classifier_pooling}
+    return {"classes": list(config.labels), "pooling": config.classifier_pooling}
 
 
 def _head(config: ModelConfig) -> dict[str, Any]:
