@@ -60,9 +60,15 @@ def browser():
 # a test client, a server on a free port for the module, and a browser tab per test.
 @pytest.fixture(scope="module")
 def client(app):
+    return workshop_client(app)
+
+
+def workshop_client(app):
+    """A TestClient of the workshop ``app`` as a script sees it: on 127.0.0.1, with its token."""
     from starlette.testclient import TestClient
 
-    return TestClient(app)
+    headers = {"Authorization": f"token {app.state.token}"}
+    return TestClient(app, base_url="http://127.0.0.1:8765", headers=headers)
 
 
 @pytest.fixture(scope="module")

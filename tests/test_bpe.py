@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from glassformer.tokenizers.bpe import ByteBPE
-from glassformer.tokenizers.bpe_merge import SINGLE_BYTES, merge_with_heap
+from glassformer.tokenizers.bpe_merge import PARTS_RECORDED, SINGLE_BYTES, merge_with_heap
 from glassformer.tokenizers.bpe_train import merge_pair, train_bpe, train_bpe_naive
 from glassformer.tokenizers.byte_unicode import unicode_to_bytes
 from glassformer.tokenizers.pretokenize import pretokenize, split
@@ -306,15 +306,19 @@ def test_offsets_of_a_split_character_overlap():
 @pytest.mark.parametrize("name", ["gpt2", "cl100k"])
 def test_explain_steps_reproduce_the_ids(name):
     tok = TOKENIZERS[name]()
-    for text in CORPUS + SPECIAL_TEXTS[:1]:
+    long_piece = "🌊" * 100 + " " + "x" * 300  # pieces past PARTS_RECORDED and LONG_PIECE parts
+    for text in [*CORPUS, *SPECIAL_TEXTS[:1], long_piece]:
         explained = json.loads(json.dumps(tok.explain(text, allowed_special="all")))
         for entry in explained:
             parts = entry["parts"]
             for step in entry["steps"]:
                 width = len(step["merge"])  # 2, or all parts for a whole-piece lookup
-                i = next(i for i in range(len(parts)) if parts[i : i + width] == step["merge"])
+                starts = [sum(map(len, parts[:i])) for i in range(len(parts))]  # one character a byte
+                i = starts.index(step["at"])
+                assert parts[i : i + width] == step["merge"]
                 parts = parts[:i] + ["".join(step["merge"])] + parts[i + width :]
-                assert parts == step["parts"]
+                assert parts == step.get("parts", parts)
+                assert ("parts" in step) == (len(entry["parts"]) <= PARTS_RECORDED)
                 rank = tok.vocab[unicode_to_bytes(parts[i])] if tok.merges is None else step["rank"]
                 assert step["rank"] == rank
             if not entry["special"]:
@@ -330,7 +334,7 @@ def test_tiktoken_takes_a_piece_that_is_a_token_whole():
     assert tok.encode("abcd") == [256] and ByteBPE(vocab, merges=[]).encode("abcd") == [97, 98, 99, 100]
     (entry,) = tok.explain("abcd")
     assert entry["ids"] == [256] and entry["steps"] == [
-        {"merge": ["a", "b", "c", "d"], "rank": 256, "parts": ["abcd"], "whole_piece": True}
+        {"merge": ["a", "b", "c", "d"], "rank": 256, "at": 0, "parts": ["abcd"], "whole_piece": True}
     ]
 
 
@@ -378,3 +382,13 @@ def test_training_layout_specials_and_errors():
     with pytest.warns(UserWarning, match="ran out of pairs"):
         train_bpe("ab", vocab_size=300, progress=False)
     assert merge_pair([1, 2, 1, 2, 2], (1, 2), 7) == [7, 7, 2]
+
+
+def test_an_explanation_grows_linearly_with_the_text():
+    """20,000 emoji once made the account quadratic (every step listed every part: 12 GB)."""
+
+    def size(text: str) -> int:
+        return len(json.dumps(gpt2().explain(text)))
+
+    short, long = size("🌊⛵" * 500), size("🌊⛵" * 1000)
+    assert long < 2.2 * short

@@ -10,7 +10,7 @@ from glassformer.train.denormals import flushing_denormals
 
 # every command and its flags (beyond -h): each command module registers its own parser
 FLAGS = {
-    "workshop": {"--port", "--host", "--no-browser"},
+    "workshop": {"--port", "--host", "--token", "--no-browser"},
     "lessons": set(),  # its actions (show, export, run) are subcommands: tests/test_lessons.py
     "demo": {"--steps", "--length", "--seed"},
     "config": {"--d-model", "--n-heads", "--n-kv-heads", "--positions", "--tie-embeddings", "--d-ff"},

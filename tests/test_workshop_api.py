@@ -4,14 +4,13 @@ import json
 
 import pytest
 import torch
-from starlette.testclient import TestClient
 
 import glassformer as gf
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.architecture import stages
 from glassformer.workshop.arrays import unpack
 from glassformer.workshop.server import create_app
-from tests.conftest import tiny
+from tests.conftest import tiny, workshop_client
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz .,"
 TEXT = "the cat sat."
@@ -35,7 +34,7 @@ def models():
 
 @pytest.fixture(scope="module")
 def client(models):
-    with TestClient(create_app(models)) as client:
+    with workshop_client(create_app(models)) as client:
         yield client
 
 
@@ -117,15 +116,19 @@ def test_encoder_and_encoder_decoder_walks(client, models):
     ("body", "status", "message"),
     [
         ({"model": "gpt-5"}, 404, "no model 'gpt-5' here"),
-        ({"text": ""}, 400, "text must be a non-empty string"),
-        ({"text": 7}, 400, "text must be a non-empty string"),
+        ({"text": ""}, 400, "text: string should have at least 1 character"),
+        ({"text": 7}, 400, "text: input should be a valid string (got 7)"),
         ({"text": "a" * 65}, 400, "more than max_seq_len=64"),
         ({"text": "ABC"}, 400, "'A'"),
-        ({"temperature": -1}, 400, "temperature=-1.0 must be >= 0"),
-        ({"temperature": "hot"}, 400, "temperature must be a number"),
-        ({"top_k": 2.5}, 400, "top_k must be an integer"),
-        ({"top_p": 1.5}, 400, "top_p=1.5 must lie in (0, 1]"),
-        ({"seed": True}, 400, "seed must be an integer"),
+        ({"temperature": -1}, 400, "temperature: input should be greater than or equal to 0 (got -1)"),
+        ({"temperature": "hot"}, 400, "temperature: input should be a valid number (got 'hot')"),
+        ({"top_k": 2.5}, 400, "top_k: input should be a valid integer (got 2.5)"),
+        ({"top_p": 1.5}, 400, "top_p: input should be less than or equal to 1 (got 1.5)"),
+        ({"seed": True}, 400, "seed: input should be a valid integer (got True)"),
+        ({"seed": 2**64}, 400, "seed: input should be less than or equal to 9223372036854775807"),
+        ({"top_k": 10**400}, 400, "top_k: input should be less than or equal to 2147483647"),
+        ({"repetition_penalty": 1e-300}, 400, "repetition_penalty: input should be greater than or equal"),
+        ({"colour": "red"}, 400, "unknown field 'colour'; this request takes: model, text, "),
     ],
 )
 def test_bad_requests_get_a_message(client, body, status, message):
@@ -135,7 +138,9 @@ def test_bad_requests_get_a_message(client, body, status, message):
 
 
 def test_bad_bodies_and_stage_names(client):
-    assert client.post("/api/walk", content=b"{not json").json()["error"] == "the request body must be JSON"
+    not_json = client.post("/api/walk", content=b"{not json", headers={"content-type": "application/json"})
+    assert not_json.status_code == 400 and not_json.json()["error"].startswith("the body must be JSON")
+    assert client.post("/api/walk", content=b"{}").status_code == 415  # no content type: not JSON
     assert client.post("/api/walk", json=[1, 2]).status_code == 400
     answer = client.post("/api/stage", json={"model": "llama", "text": TEXT, "name": "blocks.9.attn.q"})
     assert answer.status_code == 400 and "not a stage of this model" in answer.json()["error"]
@@ -162,7 +167,7 @@ def test_the_tokens_explained_are_the_tokens_the_walk_reads(client, models):
     assert [p["steps"][0]["rule"] for p in answer["pieces"]] == ["character"] * len(TEXT)
     bpe = train_bpe("the cat sat on the mat. the cat ate the rat. " * 20, vocab_size=270, progress=False)
     lm = gf.LanguageModel(gf.build(tiny(vocab_size=bpe.vocab_size)).eval(), bpe)
-    with TestClient(create_app({"bpe": lm})) as bpe_client:
+    with workshop_client(create_app({"bpe": lm})) as bpe_client:
         answer = bpe_client.post("/api/tokens", json={"model": "bpe", "text": "the cat sat."}).json()
         walked = bpe_client.post("/api/walk", json={"model": "bpe", "text": "the cat sat."}).json()
     assert answer["kind"] == "bpe" and answer["ids"] == [t["id"] for t in walked["tokens"]]
@@ -188,7 +193,7 @@ def test_views_of_an_encoder_decoder_and_bad_view_requests(client):
     answer = client.get("/views/movie", params={"model": "llama", "text": TEXT})
     assert answer.status_code == 400 and "no view 'movie'" in answer.json()["error"]
     answer = client.get("/views/head", params={"model": "llama", "text": TEXT, "head": "x"})
-    assert answer.status_code == 400 and "head must be an integer" in answer.json()["error"]
+    assert answer.status_code == 400 and "head: input should be a valid integer" in answer.json()["error"]
 
 
 def events(answer) -> list[tuple[str, dict]]:
@@ -240,10 +245,10 @@ def test_each_step_reports_the_kv_cache_rows_it_reused_and_computed(client, mode
     ("body", "message"),
     [
         ({"model": "bert"}, "an encoder does not generate"),
-        ({"max_new_tokens": 0}, "max_new_tokens must be an integer from 1 to 512"),
-        ({"max_new_tokens": "many"}, "max_new_tokens must be an integer"),
+        ({"max_new_tokens": 0}, "max_new_tokens: input should be greater than or equal to 1"),
+        ({"max_new_tokens": "many"}, "max_new_tokens: input should be a valid integer"),
         ({"text": "a" * 65}, "more than max_seq_len=64"),
-        ({"temperature": -2}, "temperature=-2.0 must be >= 0"),
+        ({"temperature": -2}, "temperature: input should be greater than or equal to 0"),
     ],
 )
 def test_bad_generation_requests(client, body, message):
@@ -319,21 +324,21 @@ def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(client, mod
     [
         ({"interventions": [{"layer": 2, "head": 0}]}, "layer 2 is out of range (0..1)"),
         ({"interventions": [{"layer": 0, "head": 4}]}, "head 4 is out of range (0..3)"),
-        ({"interventions": [{"layer": 0, "head": 0, "mode": "erase"}]}, "mode 'erase'"),
-        ({"interventions": "all"}, "interventions must be a list"),
+        ({"interventions": [{"layer": 0, "head": 0, "mode": "erase"}]}, "interventions.0.mode: input should be 'zero', 'mean', 'scale' or 'patch' (got 'erase')"),
+        ({"interventions": "all"}, "interventions: input should be a valid array"),
         ({"interventions": [{"layer": 0, "head": 0}] * 65}, "at most 64"),
         ({"interventions": [{"layer": 0, "head": 0, "mode": "scale"}]}, "scale needs a factor"),
         (
             {"interventions": [{"layer": 0, "head": 0, "mode": "scale", "factor": 1e9}]},
-            "scale needs a factor",
+            "interventions.0.factor: input should be less than or equal to 100",
         ),
         ({"interventions": [{"layer": 0, "head": 0, "mode": "patch"}]}, "a patch needs patch_text"),
         (
             {"interventions": [{"layer": 0, "head": 0, "mode": "patch"}], "patch_text": "a dog"},
             "the same token count",
         ),
-        ({"patch_text": 7}, "patch_text must be a string"),
-        ({"generated": ["a"]}, "generated must be a list of token ids"),
+        ({"patch_text": 7}, "patch_text: input should be a valid string"),
+        ({"generated": ["a"]}, "generated.0: input should be a valid integer"),
         ({"generated": [999]}, "999"),
     ],
 )
@@ -370,7 +375,7 @@ def test_an_encoder_decoder_reads_a_decoder_text(client, models):
     answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "decoder_text": "x"})
     assert answer.status_code == 400 and "only for encoder-decoder models" in answer.json()["error"]
     answer = client.post("/api/walk", json={"model": "t5", "text": TEXT, "decoder_text": 5})
-    assert answer.status_code == 400 and "decoder_text must be a string" in answer.json()["error"]
+    assert answer.status_code == 400 and "decoder_text: input should be a valid string" in answer.json()["error"]
 
 
 def test_the_logit_lens_is_the_library_s(client, models):

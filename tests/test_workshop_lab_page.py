@@ -15,7 +15,7 @@ from glassformer.inspect.film import read_film
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import char_lm
 from tests.test_workshop_page import Workshop
-from tests.workshop_server import serving
+from tests.workshop_server import auth, serving
 
 STEPS, EVAL = 60, 15
 WAIT_MS = 120_000
@@ -30,7 +30,8 @@ def lab_page(browser, tmp_path):
         yield opened, runs
         if not opened.page.is_closed():
             opened.close()
-        stop = urllib.request.Request(f"{url}api/lab/stop", data=b"{}", method="POST")
+        headers = {"Content-Type": "application/json", **auth(url)}
+        stop = urllib.request.Request(f"{url}api/lab/stop", data=b"{}", method="POST", headers=headers)
         with contextlib.suppress(urllib.error.HTTPError):  # 400: nothing was running
             urllib.request.urlopen(stop, timeout=60)
 

@@ -40,7 +40,9 @@ def test_the_lessons_are_listed_and_rendered_as_cells(client):
     assert 'href="walk:' not in html and 'href="code:' not in html  # every course link rewritten
     assert 'class="math block"' in html and 'class="walk-link"' in html and 'class="code-link"' in html
     assert client.get("/api/lessons/99").status_code == 404
-    assert client.post("/api/lessons/03-attention-from-similarity.md/run").status_code == 404  # never a path
+    assert (
+        client.post("/api/lessons/03-attention-from-similarity.md/run", json={}).status_code == 404
+    )  # never a path
 
 
 def test_the_code_a_lesson_links_to_is_shown_and_nothing_else(client):

@@ -18,7 +18,7 @@ import pytest
 
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import TEXT, char_lm
-from tests.workshop_server import serving
+from tests.workshop_server import auth, serving
 
 CLIENTS, REQUESTS = 20, 10
 TIMEOUT_S = 30
@@ -28,7 +28,7 @@ def request(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
     """(status, JSON answer); a server-sent event stream answers {"events": [names]}."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
-        url + path.lstrip("/"), data=data, headers={"Content-Type": "application/json"}
+        url + path.lstrip("/"), data=data, headers={"Content-Type": "application/json", **auth(url)}
     )
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:
@@ -115,7 +115,7 @@ def test_malformed_bodies_are_400_not_500(body):
     app = create_app({"tiny": char_lm()})
     with serving(app) as url:
         req = urllib.request.Request(
-            url + "api/walk", data=body, headers={"Content-Type": "application/json"}
+            url + "api/walk", data=body, headers={"Content-Type": "application/json", **auth(url)}
         )
         with pytest.raises(urllib.error.HTTPError) as error:
             urllib.request.urlopen(req, timeout=TIMEOUT_S)
@@ -136,7 +136,7 @@ def test_a_client_that_leaves_mid_stream_stops_its_generation():
         host, port = url.split("//")[1].rstrip("/").split(":")
         connection = http.client.HTTPConnection(host, int(port), timeout=TIMEOUT_S)
         body = json.dumps({"model": "tiny", "text": TEXT, "max_new_tokens": 512, "temperature": 0})
-        connection.request("POST", "/api/generate", body, {"Content-Type": "application/json"})
+        connection.request("POST", "/api/generate", body, {"Content-Type": "application/json", **auth(url)})
         answer = connection.getresponse()
         assert answer.status == 200 and answer.readline().startswith(b"event: token")
         connection.close()  # the page went away

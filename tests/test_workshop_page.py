@@ -26,7 +26,7 @@ from glassformer.workshop.prediction import next_token
 from glassformer.workshop.server import create_app
 from tests.conftest import tiny_model
 from tests.screenshots import keep_screenshot
-from tests.workshop_server import serving
+from tests.workshop_server import log_in, serving
 
 CHARS = "abcdefghijklmnopqrstuvwxyz .,"
 TEXT = "the cat sat on the mat"
@@ -85,6 +85,7 @@ class Workshop:
     def __init__(self, browser, base: str, tmp_path: Path) -> None:
         self.base, self.tmp_path = base, tmp_path
         self.page = browser.new_page(viewport=VIEWPORT)
+        log_in(self.page, base)
         self.requests: list[str] = []
         self.errors: list[str] = []
         self.page.on("request", lambda request: self.requests.append(request.url))

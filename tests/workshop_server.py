@@ -4,7 +4,9 @@
         page.goto(url)          # http://127.0.0.1:PORT/
 
 `uvicorn.Server` runs in a daemon thread; leaving the block asks it to exit and waits for
-the thread, so no server outlives its test module.
+the thread, so no server outlives its test module. The workshop answers only with its token
+(`glassformer.workshop.guard`): `auth(url)` gives a script's header for a served URL, and
+`log_in(page, url)` the browser's cookie, as the page gets it from the printed link.
 """
 
 from __future__ import annotations
@@ -17,9 +19,29 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from urllib.parse import urlsplit
+
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
+_TOKENS: dict[str, str] = {}  # base URL -> the token of the app served there
+
+
+def _base(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/"
+
+
+def auth(url: str) -> dict[str, str]:
+    """The header a script sends to the workshop served at ``url``."""
+    return {"Authorization": f"token {_TOKENS[_base(url)]}"}
+
+
+def log_in(page, url: str) -> None:
+    """Give ``page``'s browser context the workshop's cookie, as opening the printed link does."""
+    port = urlsplit(url).port
+    cookie = {"name": f"glassformer-token-{port}", "value": _TOKENS[_base(url)], "url": _base(url)}
+    page.context.add_cookies([cookie])
 
 
 def free_port() -> int:
@@ -45,8 +67,11 @@ def serving(app) -> Iterator[str]:
             server.should_exit = True
             raise RuntimeError(f"the test server on {HOST}:{port} did not start in {START_TIMEOUT_S:g} s")
         time.sleep(0.02)
+    url = f"http://{HOST}:{port}/"
+    _TOKENS[url] = getattr(getattr(app, "state", None), "token", "")
     try:
-        yield f"http://{HOST}:{port}/"
+        yield url
     finally:
+        _TOKENS.pop(url, None)
         server.should_exit = True
         thread.join(STOP_TIMEOUT_S)

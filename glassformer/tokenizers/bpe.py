@@ -288,11 +288,14 @@ class ByteBPE(Tokenizer):
             initial = list(map(SINGLE_BYTES.__getitem__, data))
             parts = self.merge(list(initial), steps)
             if self.merges is None and data in self.vocab and parts != [data]:
-                steps.append({"merge": parts, "rank": self.vocab[data], "parts": [data], "whole_piece": True})
+                steps.append(
+                    {"merge": parts, "rank": self.vocab[data], "at": 0, "parts": [data], "whole_piece": True}
+                )
                 parts = [data]
             for step in steps:
                 step["merge"] = [bytes_to_unicode(p) for p in step["merge"]]
-                step["parts"] = [bytes_to_unicode(p) for p in step["parts"]]
+                if "parts" in step:  # short pieces only (`bpe_merge.PARTS_RECORDED`)
+                    step["parts"] = [bytes_to_unicode(p) for p in step["parts"]]
             ids = [self.vocab[part] for part in parts]
             out.append(entry | {"parts": [bytes_to_unicode(p) for p in initial], "steps": steps, "ids": ids})
         return out

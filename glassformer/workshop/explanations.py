@@ -18,16 +18,25 @@ from typing import Any
 from glassformer.inspect.explain_methods import ASSUMPTIONS, DISAGREEMENT, METHODS, explain_tokens
 
 
-def explain(lm, text: str, method: str, target: str | int | None = None, *, keep_first: bool = False) -> dict:
+def explain(
+    lm,
+    text: str,
+    method: str,
+    target: str | int | None = None,
+    *,
+    keep_first: bool = False,
+    samples: int | None = None,
+) -> dict:
     """Explain ``lm``'s prediction on ``text`` with ``method`` (one of `METHODS`): the
     probability of the next token ``target`` (None: the top prediction), or for a sentence
     encoder the similarity to the sentence ``target``. ``keep_first``: hold the first token
-    (a decoder's attention sink) fixed."""
+    (a decoder's attention sink) fixed. ``samples``: LIME's samples / SHAP's evaluations
+    (None: the library's default)."""
     if method not in METHODS:
         raise ValueError(f"method={method!r}; allowed values: {', '.join(METHODS)}")
     if not isinstance(text, str) or not text.strip():
         raise ValueError("text is empty: there is nothing to explain")
-    result = explain_tokens(lm, text, method, target, keep_first=keep_first)
+    result = explain_tokens(lm, text, method, target, keep_first=keep_first, samples=samples)
     notes = [note for note in result.extra.get("notes", []) if note != ASSUMPTIONS[method]]
     return {
         "tokens": list(result.tokens),

@@ -23,7 +23,8 @@ from starlette.routing import Route
 
 from glassformer.lessons.catalog import lesson
 from glassformer.workshop import lesson_pages
-from glassformer.workshop.http import RequestError
+from glassformer.workshop.http import RequestError, read_query, read_request
+from glassformer.workshop.request_types import Empty, SourceQuery
 
 
 def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
@@ -54,11 +55,12 @@ def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
         return await work(lambda: lesson_pages.page(found(request), models))
 
     async def run(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
         async with running:
             return await work(lambda: lesson_pages.run(found(request)))
 
     async def source(request: Request) -> JSONResponse:
-        return await work(lesson_pages.source, request.query_params.get("name", ""))
+        return await work(lesson_pages.source, read_query(request, SourceQuery).name)
 
     return [
         Route("/lessons", lambda request: FileResponse(page)),

@@ -42,7 +42,9 @@ export function renderGenerate(node, request, onError, onStep) {
   async function run() {
     controller?.abort();
     controller = new AbortController();
-    const body = { ...request(), max_new_tokens: Number(count.value) || DEFAULT_NEW_TOKENS };
+    // a generation reads the prompt and the sampling fields; the walk's pass fields stay with the walk
+    const { decoder_text, generated, interventions, patch_text, ...prompt } = request();
+    const body = { ...prompt, max_new_tokens: Number(count.value) || DEFAULT_NEW_TOKENS };
     output.replaceChildren(el("span", { class: "gen-prompt" }, body.text));
     steps = [];
     timeline.replaceChildren();

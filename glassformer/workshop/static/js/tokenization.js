@@ -16,7 +16,9 @@ function steps(kind, piece) {
     return [
       el("li", { class: "tk-start" }, "bytes: ", piece.parts.map((p) => el("code", {}, p))),
       ...piece.steps.map((s) => el("li", { class: "tk-merge", dataset: { rank: s.rank } },
-        "merge ", el("code", {}, s.merge.join(" + ")), ` (rank ${s.rank}) → `, s.parts.map((p) => el("code", {}, p)))),
+        "merge ", el("code", {}, s.merge.join(" + ")), ` (rank ${s.rank}) → `,
+        // a long piece's steps name where the merge happened instead of listing every part
+        s.parts ? s.parts.map((p) => el("code", {}, p)) : `one part at byte ${s.at}`)),
     ];
   }
   if (kind === "wordpiece") {

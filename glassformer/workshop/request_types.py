@@ -1,0 +1,166 @@
+"""Every request the workshop takes, as a typed object validated in one place (pydantic).
+
+A route names its request type; `http.read_request` reads the body (JSON only, at most
+`MAX_BODY_BYTES`, nested at most pydantic's JSON depth of 200) and validates it here:
+types and ranges for every field, at float and int64 bounds, and no field the route does
+not know. What the model decides (a token count, a layer index, a vocabulary id) is checked
+where the model is known: `limits.py` and the library.
+
+    PassRequest        {model, text, decoder_text?, generated?, interventions?, patch_text?}
+    WalkRequest        a pass + the sampling fields (temperature, top_k, top_p, repetition_penalty, seed)
+    StageRequest       a pass + name (a trace name)
+    GenerateRequest    {model, text, max_new_tokens?, sampling fields}
+    TokensRequest      {model, text}
+    ExplainRequest     {model, text, method, target?, keep_first?, samples?}
+    AttentionChangeRequest {model, base, text, layer?, head?}
+    RunRequest         {run}                      the lab's continue, a run opened as a model
+    LabStartRequest    {preset, fields: {"train.steps": 300, ...}}
+    ViewQuery, CostsQuery, EventsQuery, SourceQuery    the query strings of the GET routes
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from glassformer.workshop.interventions import MAX_FACTOR
+
+MAX_TEXT_CHARS = 20_000  # one text field; the token limit is the route's (`limits.py`)
+MAX_NEW_TOKENS = 512  # most tokens one /api/generate makes
+MAX_INTERVENTIONS = 64  # most heads one walk changes
+MAX_NAME_CHARS = 200  # a model, stage, run, preset or source name
+MAX_INDEX = 2**31 - 1  # a token id, layer, head or length: int32 is every model's range
+MAX_SEED = 2**63 - 1  # torch.manual_seed takes an int64
+MAX_LAB_FIELDS = 32
+MAX_SAMPLES = 1000  # LIME's samples / SHAP's evaluations in one explanation
+MIN_SAMPLES = 10
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+OptionalText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None
+Index = Annotated[int, Field(ge=0, le=MAX_INDEX)]
+Number = Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6)]
+
+
+class Request(BaseModel):
+    """A request body: strict JSON types (no "3" for 3, no true for 1), no unknown fields."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class Query(BaseModel):
+    """A query string: every value arrives as text, so numbers are parsed (not strict)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Intervention(Request):
+    """One head changed: `interventions.HeadInterventions` checks it against the model."""
+
+    layer: Index
+    head: Index
+    mode: Literal["zero", "mean", "scale", "patch"] = "zero"
+    factor: Annotated[float, Field(allow_inf_nan=False, ge=-MAX_FACTOR, le=MAX_FACTOR)] | None = None
+
+
+class Sampling(Request):
+    """The sampling fields (absent or null: not set; `glassformer.sampling.generation_settings`)."""
+
+    temperature: Annotated[float, Field(allow_inf_nan=False, ge=0, le=100)] | None = None
+    top_k: Annotated[int, Field(ge=0, le=MAX_INDEX)] | None = None
+    top_p: Annotated[float, Field(allow_inf_nan=False, gt=0, le=1)] | None = None
+    repetition_penalty: Annotated[float, Field(allow_inf_nan=False, ge=1e-3, le=100)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
+
+    def sampling(self) -> dict[str, float | int]:
+        """The fields that were set."""
+        return {
+            key: getattr(self, key)
+            for key in ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
+            if getattr(self, key) is not None
+        }
+
+
+class ModelText(Request):
+    model: Name
+    text: Text
+
+
+class PassRequest(ModelText):
+    """One forward pass (`pass_input.PassInput`): the walk's, a stage's, the lens's."""
+
+    decoder_text: OptionalText = None
+    generated: Annotated[list[Index], Field(max_length=MAX_NEW_TOKENS)] = []
+    interventions: Annotated[list[Intervention], Field(max_length=MAX_INTERVENTIONS)] = []
+    patch_text: OptionalText = None
+
+
+class WalkRequest(Sampling, PassRequest):
+    pass
+
+
+class StageRequest(PassRequest):
+    name: Name
+
+
+class TokensRequest(ModelText):
+    pass
+
+
+class GenerateRequest(Sampling, ModelText):
+    max_new_tokens: Annotated[int, Field(ge=1, le=MAX_NEW_TOKENS)] = 64
+
+
+class ExplainRequest(ModelText):
+    method: Name
+    target: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | Index | None = None
+    keep_first: bool = False
+    samples: Annotated[int, Field(ge=MIN_SAMPLES, le=MAX_SAMPLES)] | None = None
+
+
+class AttentionChangeRequest(ModelText):
+    base: Name
+    layer: Index | None = None
+    head: Index | None = None
+
+
+class RunRequest(Request):
+    run: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
+
+
+LabValue = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] | bool | int | Number
+
+
+class LabStartRequest(Request):
+    preset: Name
+    fields: Annotated[
+        dict[Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)], LabValue],
+        Field(max_length=MAX_LAB_FIELDS),
+    ] = {}
+
+
+class Empty(Request):
+    """A POST that carries no fields ({}): the lab's pause / resume / stop, a lesson's run."""
+
+
+class ViewQuery(Query):
+    model: Name
+    text: Text
+    layer: Index = 0
+    head: Index = 0
+
+
+class CostsQuery(Query):
+    model: Name
+    seq_len: Annotated[int, Field(ge=1, le=MAX_INDEX)] | None = None
+    batch: Annotated[int, Field(ge=1, le=2**20)] = 1
+    dtype: Name = "float32"
+
+
+class EventsQuery(Query):
+    run: Annotated[str, StringConstraints(max_length=100)] = ""
+
+
+class SourceQuery(Query):
+    name: Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] = ""
