@@ -33,9 +33,8 @@ TEXT = "The quick brown fox jumps over the lazy dog, and the dog sleeps on in th
 
 def main() -> None:
     warnings.filterwarnings("ignore")
-    from starlette.testclient import TestClient
-
     from glassformer.workshop.server import create_app
+    from tests.conftest import workshop_client
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -43,7 +42,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     lm = gf.load("smollm2-135m-instruct")
-    client = TestClient(create_app({"smol": lm}))
+    client = workshop_client(create_app({"smol": lm}))
     print("SmolLM2-135M-Instruct, fp32; medians of", args.repeats)
     texts = {}
     for n_tokens in (16, 512):
@@ -94,11 +93,12 @@ def on_screen(lm, texts: dict[int, str], repeats: int) -> None:
     from playwright.sync_api import sync_playwright
 
     from glassformer.workshop.server import create_app
-    from tests.workshop_server import serving
+    from tests.workshop_server import log_in, serving
 
     with serving(create_app({"smol": lm})) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
         page = browser.new_page(viewport={"width": 1280, "height": 800})
+        log_in(page, url)
         for n_tokens, text in texts.items():
             walks, lenses = [], []
             for _ in range(repeats + 1):  # the first load warms the caches

@@ -35,7 +35,7 @@ def main() -> None:
 
     import glassformer as gf
     from glassformer.workshop.server import create_app
-    from tests.workshop_server import serving
+    from tests.workshop_server import log_in, serving
 
     models = {"smollm2": gf.load("smollm2-135m-instruct")}
     classifier = Path("runs/genre-minilm")
@@ -45,6 +45,7 @@ def main() -> None:
     with serving(app) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
         page = browser.new_page(viewport=VIEWPORT)
+        log_in(page, url)
         page.set_default_timeout(TIMEOUT_MS)
 
         def open_(**query) -> None:
