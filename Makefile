@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks.film_overhead
 	$(PY) -m benchmarks.explanation_agreement
 	$(PY) -m benchmarks.genre_classifier
+	$(PY) -m benchmarks.workshop_limits
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -91,11 +91,15 @@ def _matches(name: str, patterns: Collection[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
-def delete_owned_directory(target: Path, owned: Collection[str], owned_folders: Collection[str] = ()) -> None:
+def delete_owned_directory(
+    target: Path, owned: Collection[str], owned_folders: Collection[str] = (), keep: Collection[str] = ()
+) -> None:
     """Delete ``target`` when it holds nothing but what the project wrote there: files whose
     names match ``owned`` and folders named in ``owned_folders`` (written whole by the
     project, such as a run's ``tensorboard/``). Anything else: ValueError naming it, and
-    nothing is deleted. A missing ``target`` is left missing.
+    nothing is deleted. A missing ``target`` is left missing. Owned files named in ``keep``
+    stay, and the directory with them: a lock file the deleter holds must not be pulled
+    from under it.
 
     >>> import tempfile
     >>> run = Path(tempfile.mkdtemp()) / "run"
@@ -114,8 +118,10 @@ def delete_owned_directory(target: Path, owned: Collection[str], owned_folders: 
         return
     check_replaceable(target, owned, owned_folders)
     for path in target.iterdir():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    target.rmdir()
+        if path.name not in keep:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if not any(target.iterdir()):
+        target.rmdir()
 
 
 def replace_directory(target: Path, staging: Path, owned: Collection[str]) -> None:

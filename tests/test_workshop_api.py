@@ -324,7 +324,10 @@ def test_patching_a_head_from_a_second_prompt_is_the_library_s_patch(client, mod
     [
         ({"interventions": [{"layer": 2, "head": 0}]}, "layer 2 is out of range (0..1)"),
         ({"interventions": [{"layer": 0, "head": 4}]}, "head 4 is out of range (0..3)"),
-        ({"interventions": [{"layer": 0, "head": 0, "mode": "erase"}]}, "interventions.0.mode: input should be 'zero', 'mean', 'scale' or 'patch' (got 'erase')"),
+        (
+            {"interventions": [{"layer": 0, "head": 0, "mode": "erase"}]},
+            "interventions.0.mode: input should be 'zero', 'mean', 'scale' or 'patch' (got 'erase')",
+        ),
         ({"interventions": "all"}, "interventions: input should be a valid array"),
         ({"interventions": [{"layer": 0, "head": 0}] * 65}, "at most 64"),
         ({"interventions": [{"layer": 0, "head": 0, "mode": "scale"}]}, "scale needs a factor"),
@@ -375,7 +378,9 @@ def test_an_encoder_decoder_reads_a_decoder_text(client, models):
     answer = client.post("/api/walk", json={"model": "llama", "text": TEXT, "decoder_text": "x"})
     assert answer.status_code == 400 and "only for encoder-decoder models" in answer.json()["error"]
     answer = client.post("/api/walk", json={"model": "t5", "text": TEXT, "decoder_text": 5})
-    assert answer.status_code == 400 and "decoder_text: input should be a valid string" in answer.json()["error"]
+    assert (
+        answer.status_code == 400 and "decoder_text: input should be a valid string" in answer.json()["error"]
+    )
 
 
 def test_the_logit_lens_is_the_library_s(client, models):

@@ -90,7 +90,11 @@ def test_attention_change_is_the_library_s_attention_shift(client, models):
     [
         ({"model": "tuned", "base": "nope", "text": TEXT}, 404, "no model 'nope'"),
         ({"model": "tuned", "base": "base", "text": TEXT, "layer": 1}, 400, "give both layer and head"),
-        ({"model": "tuned", "base": "base", "text": TEXT, "layer": "1", "head": 0}, 400, "layer: input should be a valid integer"),
+        (
+            {"model": "tuned", "base": "base", "text": TEXT, "layer": "1", "head": 0},
+            400,
+            "layer: input should be a valid integer",
+        ),
         ({"model": "tuned", "base": "base", "text": TEXT, "layer": 9, "head": 0}, 400, "layer"),
     ],
 )

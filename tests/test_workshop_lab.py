@@ -18,7 +18,7 @@ from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
 from glassformer.inspect.film import read_film
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import char_lm
-from tests.workshop_server import serving
+from tests.workshop_server import auth, serving
 
 SMALL = {"train.steps": 40, "train.eval_interval": 10, "model.d_model": 32}
 TIMEOUT_S = 120
@@ -26,7 +26,8 @@ TIMEOUT_S = 120
 
 def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", **auth(url)}
+    request = urllib.request.Request(url + path, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:
             return answer.status, json.loads(answer.read())
@@ -45,7 +46,8 @@ def wait_for(condition, what: str, timeout: float = TIMEOUT_S) -> None:
 def events(url: str, run: str, until) -> dict[str, list]:
     """The lab's events for ``run`` until ``until(seen)`` holds: {event name: [data]}."""
     seen: dict[str, list] = {}
-    with urllib.request.urlopen(f"{url}api/lab/events?run={run}", timeout=TIMEOUT_S) as stream:
+    request = urllib.request.Request(f"{url}api/lab/events?run={run}", headers=auth(url))
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as stream:
         name = None
         for raw in stream:
             line = raw.decode().rstrip("\n")
@@ -90,7 +92,7 @@ def test_a_run_starts_is_followed_and_records_its_film(lab):
     assert call(url, "api/lab/open", {"run": "induction-lab"}) == (200, {"model": "runs/induction-lab"})
     assert "runs/induction-lab" in [m["name"] for m in call(url, "api/models")[1]["models"]]
     status, answer = call(url, "api/lab/open", {"run": "/etc"})
-    assert status == 400 and "the name of a run" in answer["error"]
+    assert status == 400 and "must be the name of a run" in answer["error"]
     # a page that connects again gets the whole run
     again = events(url, "induction-lab", lambda s: len(s.get("film", [[]])[0]) == 4)
     assert len(again["progress"][0]) == 40
@@ -143,10 +145,13 @@ def test_the_lab_follows_a_run_started_from_the_command_line(lab):
         assert cli.poll() is None, cli.stderr.read().decode()
         assert {"name": "cli", "active": True}.items() <= call(url, "api/lab")[1]["runs"][0].items()
         status, refused = call(url, "api/lab/start", {"preset": "induction", "fields": SMALL})
-        assert status == 400 and "cli is training now (started elsewhere)" in refused["error"]
+        assert (
+            status == 400
+            and f"cli is training now (started elsewhere: process {cli.pid})" in refused["error"]
+        )
         seen = events(url, "cli", lambda s: len([f for batch in s.get("film", []) for f in batch]) == 3)
         assert cli.wait(TIMEOUT_S) == 0
-    assert seen["state"][0]["status"] == "training elsewhere"
+    assert seen["state"][0]["status"] == "running" and seen["state"][0]["adopted"]  # the lab supervises it
     assert [line["step"] for batch in seen["metrics"] for line in batch] == [10, 20, 30]
 
 
@@ -172,7 +177,7 @@ def test_a_fine_tuning_preset_keeps_its_pretrained_architecture(lab):
         ({"preset": "induction", "fields": {"model.n_heads": 3}}, "divisible by n_heads=3"),
         ({"preset": "induction", "fields": {"model.positions": "spiral"}}, "must be one of"),
         ({"preset": "induction", "fields": {"train.steps": 0}}, "from 1 to"),
-        ({"preset": "induction", "fields": "all"}, "fields must be an object"),
+        ({"preset": "induction", "fields": "all"}, "fields: input should be an object"),
     ],
 )
 def test_bad_lab_requests_are_explained(lab, body, message):
@@ -181,7 +186,9 @@ def test_bad_lab_requests_are_explained(lab, body, message):
     assert status == 400 and message in answer["error"], answer
     assert call(url, "api/lab/pause", {}) == (400, {"error": "no run is training now: nothing to pause"})
     status, answer = call(url, "api/lab/continue", {"run": "../etc"})
-    assert status == 400 and "the name of a run" in answer["error"]
+    assert status == 400 and "must be the name of a run" in answer["error"]
     with pytest.raises(urllib.error.HTTPError) as error:
-        urllib.request.urlopen(f"{url}api/lab/events?run=missing", timeout=TIMEOUT_S)
+        urllib.request.urlopen(
+            urllib.request.Request(f"{url}api/lab/events?run=missing", headers=auth(url)), timeout=TIMEOUT_S
+        )
     assert error.value.code == 404

@@ -182,7 +182,7 @@ def test_odd_bodies_are_400_on_every_route(script, runs, route):
     ("route", "body", "message"),
     [
         ("/api/lab/continue", {"run": "r" * 100_000}, "run: string should have at most 100 characters"),
-        ("/api/lab/open", {"run": "../etc"}, "run: string should match pattern"),
+        ("/api/lab/open", {"run": "../etc"}, "run: must be the name of a run under the runs folder"),
         (
             "/api/lab/start",
             {"preset": "induction", "fields": []},

@@ -16,10 +16,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import uvicorn
-
-from urllib.parse import urlsplit
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 20.0

@@ -41,7 +41,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--overwrite",
         action="store_true",
         help="delete the run already in --out and start anew (refused if --out holds anything but a "
-        "run's own files)",
+        "run's own files, or while another trainer writes there)",
     )
     parser.add_argument(
         "--data-dir", default=None, help="corpus cache directory (default: ~/.cache/glassformer)"
@@ -56,9 +56,17 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from glassformer.train.runs import prepare
+    from glassformer.train.run_lock import acquire
 
     out = Path(args.out) if args.out else RUNS_ROOT / args.preset
+    with acquire(out):  # one trainer per run directory: taken before --overwrite deletes anything
+        return _train(args, out)
+
+
+def _train(args: argparse.Namespace, out: Path) -> int:
+    """The run, while this process holds ``out``'s lock."""
+    from glassformer.train.runs import prepare
+
     settings = _settings(args, out)
     if settings.train.threads:
         import torch
@@ -103,7 +111,9 @@ def _film(out: Path, prepared):
 def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
     """The preset with --set applied; on --resume, the run's saved settings instead. A new
     run never writes into a directory that already holds files: --overwrite deletes an old
-    run first, and only a directory holding nothing but a run's own files."""
+    run first, and only a directory holding nothing but a run's own files (its lock, which
+    this process holds, stays)."""
+    from glassformer.formats.run_directory import LOCK
     from glassformer.train.settings import RunConfig, apply_overrides, load_preset
 
     if args.resume:
@@ -118,8 +128,8 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
         from glassformer.atomic import delete_owned_directory
         from glassformer.formats.run_directory import RUN_FILES, TENSORBOARD
 
-        delete_owned_directory(out, RUN_FILES, owned_folders={TENSORBOARD})
-    if out.exists() and any(out.iterdir()):
+        delete_owned_directory(out, RUN_FILES, owned_folders={TENSORBOARD}, keep={LOCK})  # ours: held
+    if out.exists() and any(path.name != LOCK for path in out.iterdir()):
         raise ValueError(
             f"{out} already holds a run: pass --resume to continue it, --overwrite to start it anew, "
             "or --out for a new directory"

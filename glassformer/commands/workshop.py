@@ -1,8 +1,10 @@
-"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--no-browser]``."""
+"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--token T] [--no-browser]``."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -10,6 +12,9 @@ from glassformer.commands.runs import RUNS_ROOT
 
 DEFAULT_MODELS = ("smollm2-135m-instruct", "minilm-l6")
 LOCAL = ("127.0.0.1", "localhost", "::1")
+EVERY_INTERFACE = ("0.0.0.0", "::", "")
+TOKEN_VARIABLE = "GLASSFORMER_TOKEN"
+GRACE_S = 2  # Ctrl-C: requests still running get this long, then they are stopped
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -31,6 +36,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)"
     )
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=f"the secret the page and scripts must show (default: ${TOKEN_VARIABLE}, else a new random one "
+        "at each start). Fix it for a class so the links you share keep working across restarts; "
+        "scripts send it as 'Authorization: token TOKEN'",
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.set_defaults(handler=run)
 
@@ -43,28 +55,100 @@ def model_names(named: list[str], runs_root: Path = RUNS_ROOT) -> list[str]:
     return [*DEFAULT_MODELS, *runs]
 
 
-def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
+def load_models(named: list[str], runs_root: Path = RUNS_ROOT) -> dict:
+    """{name: LanguageModel} to serve: each model named (one that cannot be loaded stops the
+    workshop, with the reason), or the defaults and every run under runs/ that loads. A run
+    found there that is damaged is skipped with its reason printed, and the workshop starts
+    without it: one cut-short copy must not keep every other model from being served."""
+    from glassformer.formats.run_directory import damage
     from glassformer.loading import load
+
+    models = {}
+    for name in model_names(named, runs_root):
+        found = not named and name not in DEFAULT_MODELS  # a run found under runs/, not asked for
+        problem = damage(name) if found else None  # cheap: before anything is built
+        if problem is None:
+            print(f"loading {name} ...", flush=True)
+            try:
+                models[name] = load(name)
+                continue
+            except (OSError, ValueError) as error:
+                if not found:
+                    raise
+                problem = str(error)
+        print(f"skipping {name}: {problem}", flush=True)
+    return models
+
+
+def run(args: argparse.Namespace) -> int:
     from glassformer.workshop.attention_change import origin
     from glassformer.workshop.server import create_app
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port {args.port} is not a port number (1..65535)")
-    models = {}
-    for name in model_names(args.models):
-        print(f"loading {name} ...", flush=True)
-        models[name] = load(name)
+    models = load_models(args.models)
+    token = checked_token(args.token if args.token is not None else os.environ.get(TOKEN_VARIABLE))
+    hosts = served_hosts(args.host)
     if args.host not in LOCAL:
-        print(f"warning: --host {args.host} serves the workshop to other machines too", file=sys.stderr)
-    url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
+        print(exposure(args.host), file=sys.stderr)
+    name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
+    url = f"http://{f'[{name}]' if ':' in name else name}:{args.port}/?token={token}"
     print(f"the workshop is at {url}  (Ctrl-C stops it)", flush=True)
     if not args.no_browser:
         import webbrowser
 
         webbrowser.open(url)
     origins = {name: origin(name) for name in models if origin(name) in models}  # a fine-tuned run's base
-    app = create_app(models, runs_root=RUNS_ROOT, origins=origins)  # the lab's runs: runs/, as the CLI's
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    # the lab's runs: runs/, as the CLI's
+    app = create_app(models, runs_root=RUNS_ROOT, origins=origins, token=token, hosts=hosts)
+    serve(app, args.host, args.port)
     return 0
+
+
+def serve(app, host: str, port: int) -> None:
+    """Serve ``app`` with uvicorn, whose Ctrl-C here first stops the workshop's work in flight
+    (answered 503, streams closed), so the requests end at once and the server with them;
+    what is left is cancelled after `GRACE_S`."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            app.state.stop_work("the server is stopping (Ctrl-C)")
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_S)
+    Server(config).run()
+
+
+def checked_token(token: str | None) -> str:
+    """The token given (by --token or the environment), checked; a new random one if none."""
+    from glassformer.workshop.guard import new_token
+
+    if token is None:
+        return new_token()
+    if not re.fullmatch(r"[A-Za-z0-9._~-]{8,256}", token):
+        raise ValueError(
+            "--token must be 8 to 256 letters, digits or . _ ~ - (it travels in a URL); "
+            f"got {len(token)} characters"
+        )
+    return token
+
+
+def served_hosts(host: str) -> tuple[str, ...] | None:
+    """The Host names the server answers to: this machine's loopback names and the address it
+    is bound to; None (any name) when bound to every interface, where only the token guards."""
+    if host in EVERY_INTERFACE:
+        return None
+    return tuple(dict.fromkeys((*LOCAL, host)))
+
+
+def exposure(host: str) -> str:
+    """What binding ``host`` (not loopback) exposes, said plainly."""
+    where = "every network this machine is on" if host in EVERY_INTERFACE else f"the network of {host}"
+    return (
+        f"--host {host}: the workshop is served to {where}, not only to this machine.\n"
+        "Anyone who has the token can use it as you do: run the models, start and stop training runs\n"
+        "and run lessons, with this machine's processor, memory and disk. Without the token nothing\n"
+        "is answered. The connection is plain HTTP: on a network you do not trust, the token can be\n"
+        "read in transit. Share the link only with your class, and stop the server after it."
+    )

@@ -11,8 +11,11 @@ A run directory (written by `glassformer.train.checkpoint.save_checkpoint`) hold
     progress.jsonl      one JSON object per step: loss, gradient norm, lr, tokens/s (idem)
     film.jsonl          one frame per evaluation: a probe's attention, head roles, lens
                         (`glassformer.inspect.film`)
+    trainer.lock        while a trainer writes here: its pid and start time, locked by it
+                        (`glassformer.train.run_lock`)
 
-`read_run` reads the first three: the network and its tokenizer, nothing of the trainer.
+`read_run` reads the first three: the network and its tokenizer, nothing of the trainer;
+`damage` says, without building anything, why they could not be read.
 The model is built without random initialization and each tensor is read from the file
 straight into its parameter (`glassformer.formats.safetensors_file`), so loading peaks
 near one copy of the weights. Every tensor's name and shape is checked against the config
@@ -31,6 +34,7 @@ from torch import nn
 from glassformer.config import ModelConfig
 from glassformer.formats.safetensors_file import SafetensorsFile
 from glassformer.models import TransformerModel, build
+from glassformer.models.size import check_size
 from glassformer.tokenizers.base import FORMAT, Tokenizer
 
 CONFIG = "config.json"
@@ -42,7 +46,8 @@ METRICS = "metrics.jsonl"
 TENSORBOARD = "tensorboard"  # a folder of TensorBoard event files
 PROGRESS = "progress.jsonl"
 FILM = "film.jsonl"
-RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM)
+LOCK = "trainer.lock"
+RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM, LOCK)
 
 
 def read_run(
@@ -81,6 +86,24 @@ def read_run(
             "different models: restore the config.json saved with these weights"
         )
     return net.eval(), read_tokenizer(run_dir)
+
+
+def damage(run_dir: str | Path) -> str | None:
+    """Why the model of the run directory ``run_dir`` cannot be read, or None when it can be
+    tried: a missing or unparsable ``config.json``, a config too big for this machine, a
+    ``model.safetensors`` whose header does not parse or that is shorter than its header says
+    (a copy cut short). Reads config.json and the weights' header only, so listing many runs
+    stays quick; `read_run` still checks every tensor against the config.
+    """
+    try:
+        run_dir = existing_run_dir(run_dir)
+        check_size(read_config(run_dir))
+        _open_weights(run_dir)
+        if (run_dir / TOKENIZER).exists():
+            read_json(run_dir / TOKENIZER)
+    except (OSError, ValueError) as error:
+        return str(error)
+    return None
 
 
 def unique_state_dict(net: nn.Module, copy: bool = True) -> dict[str, torch.Tensor]:
@@ -172,6 +195,8 @@ def read_json(path: Path) -> dict[str, Any]:
             f"{path} is not valid JSON ({error}); it was edited by hand or cut short: fix it, "
             "or copy it again from where the run was saved"
         ) from None
+    except RecursionError:  # json's parser recurses once per [ or {
+        raise ValueError(f"{path} nests its JSON too deeply to be a run file; it is damaged") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path} holds JSON but not an object {{...}}")
     return data

@@ -4,6 +4,7 @@ No weights are needed: every figure follows from the sizes (b=batch, t=s=seq_len
 g=kv heads, d=d_model, e=d_head, f=d_ff, v=vocab, L=layers)::
 
     parameters        by component; a tied head shares the token table and is counted once
+                      (the equations: `glassformer.models.size`, which `build` checks first)
     forward FLOPs     2 N_matmul + 4 L s h e            per token (Kaplan et al., 2020, table 1)
     training FLOPs    3 x forward                       (the backward pass is two matmuls per one)
     KV cache          2 L g e bytes(dtype)              per token of one sequence
@@ -21,10 +22,23 @@ from dataclasses import dataclass
 import torch
 
 from glassformer.config import ModelConfig
+from glassformer.models.size import embedding_parameters, parameter_counts  # re-exported: count's figures
 
 DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 INDEX_BYTES = 8  # token and position ids are int64
 STATS_BYTES = 4  # softmax log-sum-exp rows are float32
+
+__all__ = [
+    "FlopsPerToken",
+    "activation_bytes",
+    "as_dtype",
+    "bytes_per_number",
+    "cross_kv_bytes",
+    "embedding_parameters",
+    "flops_per_token",
+    "kv_cache_bytes",
+    "parameter_counts",
+]
 
 
 def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
@@ -39,98 +53,6 @@ def as_dtype(dtype: torch.dtype | str) -> torch.dtype:
 def bytes_per_number(dtype: torch.dtype | str) -> int:
     """4 for float32, 2 for bfloat16 and float16."""
     return torch.empty((), dtype=as_dtype(dtype)).element_size()
-
-
-# parameters -------------------------------------------------------------------------------
-def _linear(n_in: int, n_out: int, bias: bool) -> int:
-    """nn.Linear(n_in, n_out): n_in n_out weights (+ n_out biases)."""
-    return n_in * n_out + (n_out if bias else 0)
-
-
-def _norm(config: ModelConfig) -> int:
-    """LayerNorm: gamma and beta (2d); RMSNorm: gamma only (d)."""
-    return config.d_model * (2 if config.norm == "layernorm" else 1)
-
-
-def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
-    """W_Q (d x he), W_K and W_V (d x ge each: GQA / MQA have g < h), W_O (he x d), in ``layers``
-    blocks; biases as ``qkv_bias`` / ``out_bias`` say."""
-    d, h, g, e = config.d_model, config.n_heads, config.n_kv_heads, config.d_head
-    bias = config.qkv_bias
-    return {
-        f"{prefix} q": layers * _linear(d, h * e, bias),
-        f"{prefix} k": layers * _linear(d, g * e, bias),
-        f"{prefix} v": layers * _linear(d, g * e, bias),
-        f"{prefix} out": layers * _linear(h * e, d, config.out_bias),
-    }
-
-
-def _ffn(config: ModelConfig, layers: int) -> dict[str, int]:
-    """W_up and W_down (d x f each); gated activations (SwiGLU, GeGLU) add W_gate."""
-    d, f, bias = config.d_model, config.d_ff, config.ffn_bias
-    counts = {"ffn up": layers * _linear(d, f, bias)}
-    if config.gated:
-        counts["ffn gate"] = layers * _linear(d, f, bias)
-    counts["ffn down"] = layers * _linear(f, d, bias)
-    return counts
-
-
-def _head(config: ModelConfig) -> dict[str, int]:
-    """The output side: LM head (d x v, nothing new when tied), BERT's MLM head (dense d x d,
-    norm, d x v decoder with its v biases), pooler (d x d), classifier (d x c)."""
-    d, v = config.d_model, config.vocab_size
-    tied = config.tie_embeddings
-    counts: dict[str, int] = {}
-    if config.family != "encoder":
-        counts["lm head"] = (0 if tied else d * v) + (v if config.lm_head_bias else 0)
-    elif config.mlm_head:
-        counts["mlm head"] = _linear(d, d, True) + _norm(config) + (0 if tied else d * v) + v
-    if config.pooler:
-        counts["pooler"] = _linear(d, d, True)
-    if config.n_classes:
-        counts["classifier"] = _linear(d, config.n_classes, True)
-    return counts
-
-
-def parameter_counts(config: ModelConfig) -> dict[str, int]:
-    """Parameters by component, summed over layers (and over both stacks of an encoder-decoder).
-
-    The token table is counted once: a tied LM or MLM head (``tie_embeddings``) reuses it, so
-    its entry holds only its biases. Sinusoidal, RoPE and ALiBi positions have no parameters;
-    learned positions are max_seq_len x d, a T5 relative bias buckets x h per stack.
-
-    >>> counts = parameter_counts(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
-    >>> counts["token embedding"], counts["lm head"], sum(counts.values())
-    (3200, 0, 36864)
-    """
-    d, depths = config.d_model, config.stack_depths
-    layers, stacks = sum(depths), len(depths)
-    counts = {"token embedding": config.vocab_size * d}
-    if config.positions == "learned":
-        counts["position embedding"] = stacks * config.max_seq_len * d
-    if config.positions == "t5_relative":
-        counts["position bias"] = stacks * config.relative_buckets * config.n_heads
-    if config.type_vocab_size:
-        counts["segment embedding"] = config.type_vocab_size * d
-    if config.embed_norm:
-        counts["embedding norm"] = stacks * _norm(config)
-    counts.update(_attention(config, "attention", layers))
-    if config.family == "encoder_decoder":
-        counts.update(_attention(config, "cross-attention", config.n_decoder_layers))
-    counts.update(_ffn(config, layers))
-    cross_norms = config.n_decoder_layers if config.family == "encoder_decoder" else 0
-    counts["block norms"] = (2 * layers + cross_norms) * _norm(config)
-    if config.norm_placement == "pre":
-        counts["final norm"] = stacks * _norm(config)
-    counts.update(_head(config))
-    return counts
-
-
-def embedding_parameters(config: ModelConfig) -> int:
-    """Parameters of the lookup tables (tokens, learned positions, segments): what Kaplan et
-    al.'s "non-embedding" count leaves out."""
-    counts = parameter_counts(config)
-    return sum(counts.get(k, 0) for k in ("token embedding", "position embedding", "segment embedding"))
 
 
 # FLOPs ------------------------------------------------------------------------------------

@@ -11,21 +11,30 @@ from glassformer.models.decoder import DecoderLM
 from glassformer.models.encoder import EncoderModel
 from glassformer.models.encoder_decoder import EncoderDecoderLM
 from glassformer.models.fine_tune import with_classifier
+from glassformer.models.size import ModelTooLarge, check_size
 
 FAMILY_CLASSES = {"decoder": DecoderLM, "encoder": EncoderModel, "encoder_decoder": EncoderDecoderLM}
 
 
 def build(
-    config: ModelConfig, initialize: bool = True, dtype: torch.dtype = torch.float32
+    config: ModelConfig,
+    initialize: bool = True,
+    dtype: torch.dtype = torch.float32,
+    max_parameters: int | None = None,
 ) -> TransformerModel:
     """A freshly initialized model for ``config``: DecoderLM, EncoderModel or EncoderDecoderLM.
 
     ``initialize=False`` skips the random initialization (the model is built on the meta
     device, then given uninitialized CPU memory of ``dtype``): for loaders that overwrite
     every weight, so a loaded model never exists twice in memory.
+
+    The config's size is checked first, from its sizes alone (`size.check_size`): weights
+    over half of this machine's memory raise `ModelTooLarge` before anything is built;
+    ``max_parameters`` (or ``GLASSFORMER_MAX_PARAMETERS``) sets the limit instead.
     """
     if not isinstance(config, ModelConfig):
         raise TypeError(f"build() needs a ModelConfig, got {type(config).__name__}")
+    check_size(config, dtype, max_parameters)
     if initialize:
         return FAMILY_CLASSES[config.family](config).to(dtype)
     with torch.device("meta"):
@@ -38,4 +47,12 @@ def build(
     return net
 
 
-__all__ = ["DecoderLM", "EncoderDecoderLM", "EncoderModel", "TransformerModel", "build", "with_classifier"]
+__all__ = [
+    "DecoderLM",
+    "EncoderDecoderLM",
+    "EncoderModel",
+    "ModelTooLarge",
+    "TransformerModel",
+    "build",
+    "with_classifier",
+]

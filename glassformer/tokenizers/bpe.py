@@ -276,7 +276,7 @@ class ByteBPE(Tokenizer):
 
         >>> tok = ByteBPE({bytes([b]): b for b in range(256)} | {b"ab": 256})
         >>> tok.explain("ab")[0]["steps"]
-        [{'merge': ['a', 'b'], 'rank': 256, 'parts': ['ab']}]
+        [{'merge': ['a', 'b'], 'rank': 256, 'at': 0, 'parts': ['ab']}]
         """
         out = []
         for start, piece, special in self._pieces(text, allowed_special, disallowed_special):

@@ -90,6 +90,8 @@ def explain(error: ValidationError, kind: type[BaseModel]) -> str:
         where = ".".join(str(part) for part in item["loc"])
         if item["type"] == "extra_forbidden":
             problems.append(f"unknown field {where!r}; this request takes: {', '.join(kind.model_fields)}")
+        elif item["type"] == "value_error":  # a request type's own check: its message as it is
+            problems.append(f"{where}: {item['ctx']['error']}")
         elif item["type"] == "missing":
             problems.append(f"the field {where!r} is missing")
         elif item["type"] == "json_invalid":

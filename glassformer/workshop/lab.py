@@ -7,10 +7,22 @@ meant for the server does not reach it). The run is a normal run directory, so t
 (SIGSTOP / SIGCONT: nothing is lost, it just waits); stop sends SIGINT, and the trainer
 saves a checkpoint before it exits, so killing a run loses nothing beyond its last
 checkpoint; "continue" starts ``train --resume`` on a stopped run. Only fields a learner
-would change are accepted (`FIELDS`), each checked here before any process starts.
+would change are accepted (`FIELDS`), each checked here before any process starts, and the
+model they make is checked for size (`glassformer.models.size`).
 
-What the page shows comes from the run directory, not the process (`RunFiles`): so the page
-follows a run started from the command line too, and reconnects to one in progress.
+The lab supervises by the run directories' locks, not by its memory: a trainer holds its
+run's ``trainer.lock`` while it lives (`glassformer.train.run_lock`). A new lab (the server
+restarted, even after kill -9) adopts a trainer it finds holding a lock, whether a previous
+server or the command line started it, and pauses, resumes or stops it by pid
+(`trainer_process.TrainerProcess`); a trainer left paused is shown paused, never lost. No
+run starts or continues while any trainer holds a directory under the runs root. When the
+server stops, the trainer this lab started is asked to stop (it saves its checkpoint on its
+own time; if it is still running, the next server adopts it); an adopted one is left as it
+is, for the next server to adopt again: a server stops only what it started.
+
+What the page shows comes from the run directory, not the process (`followed_file`): so the
+page follows a run started from the command line too, and reconnects to one in progress. A
+damaged run is listed with the reason (`run_directory.damage`).
 """
 
 from __future__ import annotations
@@ -19,16 +31,18 @@ import dataclasses
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.run_directory import FILM, METRICS, PROGRESS, TRAIN_CONFIG
+from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
+from glassformer.models.size import ModelTooLarge, check_size
+from glassformer.train.run_lock import Holder, holder
 from glassformer.train.settings import TrainConfig, apply_overrides, load_preset, preset_names
+from glassformer.workshop.trainer_process import TrainerProcess
 
 # field -> (kind, allowed values or (least, most)): what the lab's form may change
 FIELDS: dict[str, tuple[type, Any]] = {
@@ -44,8 +58,8 @@ FIELDS: dict[str, tuple[type, Any]] = {
     "train.eval_interval": (int, (1, 10_000)),
 }
 LAB_SUFFIX = "-lab"
-ACTIVE_S = 10.0  # a run whose progress grew this recently is taken as training now
-STOP_WAIT_S = 30.0
+STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
+SHUTDOWN_WAIT_S = 1.5  # the server stopping: how long it waits for the trainer (then leaves it)
 
 
 class Lab:
@@ -53,9 +67,10 @@ class Lab:
 
     def __init__(self, runs_root: str | Path) -> None:
         self.runs_root = Path(runs_root)
-        self.process: subprocess.Popen | None = None
+        self.trainer: TrainerProcess | None = None
         self.run: str | None = None
-        self.paused = False
+        self._adopting = threading.Lock()  # routes read the state while an action runs
+        self.adopt()  # a trainer a previous server (or the command line) left running
 
     # what the form offers -------------------------------------------------------------------
     def presets(self) -> list[dict[str, Any]]:
@@ -97,7 +112,10 @@ class Lab:
             )
         overrides = [f"{field}={_checked(field, value)}" for field, value in fields.items()]
         try:  # the whole config checked here, so a bad mix is a message, not a failed process
-            apply_overrides(load_preset(preset), overrides).model_config(vocab_size=256)
+            config = apply_overrides(load_preset(preset), overrides).model_config(vocab_size=256)
+            check_size(config)  # as `build` will, before the process is even started
+        except ModelTooLarge:
+            raise  # its message says what to do
         except (TypeError, ValueError) as error:
             raise ValueError(f"these settings make no model: {error}") from None
         self._refuse_if_busy()
@@ -117,57 +135,89 @@ class Lab:
         return self.state()
 
     def pause(self) -> dict[str, Any]:
-        self._signal(signal.SIGSTOP, "pause")
-        self.paused = True
+        self._live("pause").pause()
         return self.state()
 
     def resume(self) -> dict[str, Any]:
-        self._signal(signal.SIGCONT, "resume")
-        self.paused = False
+        self._live("resume").resume()
         return self.state()
 
     def stop(self) -> dict[str, Any]:
-        """Ctrl-C for the run: it saves a checkpoint and exits (waited for)."""
-        process = self._running("stop")
-        if self.paused:
-            process.send_signal(signal.SIGCONT)
-            self.paused = False
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        """Ctrl-C for the run: it saves a checkpoint and exits (waited for; killed after
+        `STOP_WAIT_S`). A paused run is continued first, so that it can."""
+        self._live("stop").stop(STOP_WAIT_S)
         return self.state()
 
     def shutdown(self) -> None:
-        """Stop a run still going when the server stops (it keeps its last checkpoint)."""
-        if self.process is not None and self.process.poll() is None:
-            self.stop()
+        """The server stops: ask the run this lab started to stop, and return within ~2 s. The
+        trainer saves its checkpoint on its own time; if it is still at it when the next
+        server starts, that one adopts it. An adopted run (a previous server's, the command
+        line's) is not this server's to stop: it goes on as it was."""
+        trainer = self.trainer
+        if trainer is not None and trainer.alive() and not trainer.is_adopted:
+            trainer.interrupt()
+            trainer.wait(SHUTDOWN_WAIT_S)
 
     def state(self) -> dict[str, Any]:
-        """{run, status: idle | running | paused | stopped | done | failed, pid, log}."""
-        if self.process is None:
-            return {"run": self.run, "status": "idle", "pid": None, "log": ""}
-        code = self.process.poll()
-        if code is None:
-            status = "paused" if self.paused else "running"
-        else:
-            status = {0: "done", 130: "stopped"}.get(code, "failed")
-        return {"run": self.run, "status": status, "pid": self.process.pid, "log": self._log_tail()}
+        """{run, status: idle | running | paused | stopped | done | failed, pid, log, adopted};
+        ``adopted``: the trainer was not started by this lab (a previous server's, or the
+        command line's)."""
+        trainer = self.trainer
+        if trainer is None:
+            return {"run": self.run, "status": "idle", "pid": None, "log": "", "adopted": False}
+        return {
+            "run": self.run,
+            "status": trainer.status(),
+            "pid": trainer.pid,
+            "log": self._log_tail(trainer),
+            "adopted": trainer.is_adopted,
+        }
+
+    def state_of(self, run: str) -> dict[str, Any]:
+        """The state of ``run``: the lab's own run's `state`; for another, whether a trainer
+        holds it now ("training elsewhere", "paused elsewhere") or not ("not training")."""
+        if run != self.run:
+            self.adopt()  # a trainer that started since: the lab's run from now on
+        if run == self.run:
+            return self.state()
+        held = holder(self.runs_root / run)
+        if held is None:
+            return {"run": run, "status": "not training", "pid": None, "log": "", "adopted": False}
+        status = "paused elsewhere" if held.stopped else "training elsewhere"
+        return {"run": run, "status": status, "pid": held.pid, "log": "", "adopted": False}
+
+    def adopt(self) -> None:
+        """Take over the first trainer holding a run's lock under the runs root, unless this
+        lab's own trainer is still alive (one at a time)."""
+        with self._adopting:
+            if self.trainer is not None and self.trainer.alive():
+                return
+            for folder, held in self._held():
+                if held.pid is not None:
+                    self.trainer, self.run = TrainerProcess.adopted(held, folder), folder.name
+                    return
 
     # the runs ---------------------------------------------------------------------------------
     def runs(self) -> list[dict[str, Any]]:
-        """Every run directory under the runs root, newest first, with whether it trains now."""
-        if not self.runs_root.is_dir():
-            return []
+        """Every run directory under the runs root, newest first: {name, active (a trainer
+        holds it now), paused, pid, changed, damaged (why its model cannot be read, when it
+        cannot)}. Adopts a trainer found running (`adopt`)."""
+        self.adopt()
         found = []
-        for folder in self.runs_root.iterdir():
-            if (folder / TRAIN_CONFIG).exists():
-                progress = folder / PROGRESS
-                changed = progress.stat().st_mtime if progress.exists() else 0.0
-                active = time.time() - changed < ACTIVE_S
-                found.append({"name": folder.name, "active": active, "changed": changed})
+        for folder in self._folders():
+            held = holder(folder)
+            progress = folder / PROGRESS
+            try:
+                changed = progress.stat().st_mtime
+            except OSError:
+                changed = 0.0
+            run = {"name": folder.name, "active": held is not None, "changed": changed}
+            run |= {"paused": held is not None and held.stopped, "pid": None if held is None else held.pid}
+            being_written = held is not None or (folder.name == self.run and self._own_alive())
+            problem = None if being_written else damage(folder)
+            if problem is not None:
+                run["damaged"] = problem
+            found.append(run)
         return sorted(found, key=lambda r: -r["changed"])
 
     def run_dir(self, name: str) -> Path:
@@ -185,7 +235,7 @@ class Lab:
         self.runs_root.mkdir(parents=True, exist_ok=True)
         log = open(self.runs_root / f".{self.run}.log", "wb")  # noqa: SIM115 (the child writes it)
         environment = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
-        self.process = subprocess.Popen(
+        child = subprocess.Popen(
             [sys.executable, "-m", "glassformer", *arguments],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -194,28 +244,58 @@ class Lab:
             env=environment,
         )
         log.close()
-        self.paused = False
+        with self._adopting:
+            self.trainer = TrainerProcess.launched(child, self.runs_root / self.run)
 
-    def _log_tail(self, lines: int = 12) -> str:
+    def _log_tail(self, trainer: TrainerProcess, lines: int = 12) -> str:
+        """The end of the run's log: the output of a trainer a lab started (an adopted one's
+        only when the log is its own, written since it started)."""
         path = self.runs_root / f".{self.run}.log"
-        if not path.exists():
+        try:
+            started = trainer.started_at()  # to the second: /proc/stat's boot time is
+            if trainer.is_adopted and (started is None or path.stat().st_mtime < started - 2):
+                return ""  # an older run's
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
             return ""
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        return "\n".join(text.splitlines()[-lines:])
 
-    def _running(self, action: str) -> subprocess.Popen:
-        if self.process is None or self.process.poll() is not None:
+    def _own_alive(self) -> bool:
+        return self.trainer is not None and self.trainer.alive()
+
+    def _live(self, action: str) -> TrainerProcess:
+        """The trainer to act on: the lab's own, or one it adopts now."""
+        self.adopt()
+        if not self._own_alive():
             raise ValueError(f"no run is training now: nothing to {action}")
-        return self.process
+        return self.trainer
 
-    def _signal(self, which: signal.Signals, action: str) -> None:
-        self._running(action).send_signal(which)
+    def _folders(self) -> list[Path]:
+        """The run directories under the runs root (a trainer's lock marks one from its start)."""
+        if not self.runs_root.is_dir():
+            return []
+        return [
+            folder
+            for folder in self.runs_root.iterdir()
+            if folder.is_dir() and ((folder / TRAIN_CONFIG).exists() or (folder / LOCK).exists())
+        ]
+
+    def _held(self) -> list[tuple[Path, Holder]]:
+        """The run directories a trainer holds now, with who holds them."""
+        return [(folder, held) for folder in self._folders() if (held := holder(folder)) is not None]
 
     def _refuse_if_busy(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            raise ValueError(f"{self.run} is training now; stop it first (one run at a time: 2 cores)")
-        busy = [r["name"] for r in self.runs() if r["active"] and r["name"] != self.run]  # ours has ended
-        if busy:
-            raise ValueError(f"{busy[0]} is training now (started elsewhere); one run at a time")
+        self.adopt()
+        if self._own_alive():
+            how = self.trainer.status()
+            elsewhere = f" (started elsewhere: process {self.trainer.pid})" if self.trainer.is_adopted else ""
+            raise ValueError(
+                f"{self.run} is {'paused' if how == 'paused' else 'training'} now{elsewhere}; stop it first "
+                "(one run at a time: 2 cores)"
+            )
+        held = self._held()  # left: trainers that have not said who they are yet
+        if held:
+            raise ValueError(f"{held[0][0].name} is training now (a trainer is starting); one run at a time")
 
 
 def _pretrained(preset: dict[str, Any]) -> str | None:
@@ -255,24 +335,6 @@ def _checked(field: str, value: Any) -> str:
     if not least <= value <= most:
         raise ValueError(f"{field} must be from {least:g} to {most:g}, got {value!r}")
     return repr(kind(value))
-
-
-def tail(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """The complete JSON lines of ``path`` after byte ``offset``, and the new offset (a line
-    still being written waits for the next call)."""
-    if not path.exists():
-        return [], offset
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read()
-    end = data.rfind(b"\n") + 1
-    records = []
-    for line in data[:end].splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records, offset + end
 
 
 RUN_FILES_FOLLOWED = {"progress": PROGRESS, "metrics": METRICS, "film": FILM}

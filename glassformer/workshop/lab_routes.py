@@ -10,6 +10,7 @@
              metrics   [{step, train_loss, val_loss, ..., sample?}]              per evaluation
              film      [frame]                                   (glassformer.inspect.film)
              reset     "progress" | "metrics" | "film": the file started again (a new run)
+             problem   {file, line, reason}: a line that is no record, a file that cannot be read
              state     {run, status, ...}
 
 Events come from the run directory's files, read from where the last read stopped; a page
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +31,19 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from glassformer.workshop.http import RequestError, read_body
-from glassformer.workshop.lab import RUN_FILES_FOLLOWED, Lab, tail
+from glassformer.workshop.followed_file import FollowedFile
+from glassformer.workshop.http import RequestError, read_query, read_request
+from glassformer.workshop.lab import RUN_FILES_FOLLOWED, Lab
+from glassformer.workshop.request_types import Empty, EventsQuery, LabStartRequest, RunRequest
 
 POLL_S = 0.5  # how often a followed run's files are read
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing a quiet stream
 
 
-def lab_routes(lab: Lab, page: Path) -> list[Route]:
-    """The routes above for ``lab``; ``page`` is the lab's HTML file."""
+def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) -> list[Route]:
+    """The routes above for ``lab``; ``page`` is the lab's HTML file; ``stopping``, once set,
+    ends the event streams (the server is going down)."""
+    stopping = stopping or threading.Event()
     actions = asyncio.Lock()  # one start / stop at a time
 
     async def act(fn, *args) -> JSONResponse:
@@ -48,37 +54,43 @@ def lab_routes(lab: Lab, page: Path) -> list[Route]:
                 raise RequestError(str(error)) from None
 
     async def overview(request: Request) -> JSONResponse:
-        return JSONResponse(
-            {"presets": lab.presets(), "fields": lab.fields(), "runs": lab.runs(), "state": lab.state()}
-        )
+        def read() -> dict[str, Any]:  # off the event loop: the runs are checked on disk, locks too
+            return {
+                "presets": lab.presets(),
+                "fields": lab.fields(),
+                "runs": lab.runs(),
+                "state": lab.state(),
+            }
+
+        return JSONResponse(await anyio.to_thread.run_sync(read))
 
     async def start(request: Request) -> JSONResponse:
-        body = await read_body(request)
-        fields = body.get("fields") or {}
-        if not isinstance(fields, dict):
-            raise RequestError('fields must be an object such as {"train.steps": 300}')
-        return await act(lab.start, body.get("preset"), fields)
+        body = await read_request(request, LabStartRequest)
+        return await act(lab.start, body.preset, dict(body.fields))
 
     async def pause(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
         return await act(lab.pause)
 
     async def resume(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
         return await act(lab.resume)
 
     async def stop(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
         return await act(lab.stop)
 
     async def go_on(request: Request) -> JSONResponse:
-        return await act(lab.resume_run, (await read_body(request)).get("run"))
+        return await act(lab.resume_run, (await read_request(request, RunRequest)).run)
 
     async def events(request: Request) -> StreamingResponse:
-        run = request.query_params.get("run", "")
+        run = read_query(request, EventsQuery).run
         try:
             directory = lab.run_dir(run)
         except ValueError as error:
             raise RequestError(str(error), status=404) from None
         return StreamingResponse(
-            _follow(request, lab, run, directory),
+            _follow(request, lab, run, directory, stopping),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
@@ -95,40 +107,52 @@ def lab_routes(lab: Lab, page: Path) -> list[Route]:
     ]
 
 
-async def _follow(request: Request, lab: Lab, run: str, directory: Path):
-    """The events of one run (see the module docstring) until the page goes away."""
-    offsets = dict.fromkeys(RUN_FILES_FOLLOWED, 0)
+async def _follow(request: Request, lab: Lab, run: str, directory: Path, stopping: threading.Event):
+    """The events of one run (see the module docstring) until the page goes away. Nothing in
+    the run's files ends the stream: a bad line, or a file that cannot be read, is a
+    ``problem`` event, and the stream goes on."""
+    files = {kind: FollowedFile(directory / name) for kind, name in RUN_FILES_FOLLOWED.items()}
     last_state: dict[str, Any] | None = None
     quiet = 0.0
-    while not await request.is_disconnected():
-        sent = False
-        for kind, name in RUN_FILES_FOLLOWED.items():
-            path = directory / name
-            if path.exists() and path.stat().st_size < offsets[kind]:  # replaced: a new run
-                offsets[kind] = 0
-                yield _event("reset", kind)
-            records, offsets[kind] = tail(path, offsets[kind])
-            if records:
-                yield _event(kind, records)
-                sent = True
-        state = _state(lab, run)
+    while not stopping.is_set() and not await request.is_disconnected():
+        events, state = await anyio.to_thread.run_sync(_read, lab, run, files)  # files, /proc: blocking
         if state != last_state:
-            yield _event("state", state)
-            last_state, sent = state, True
-        quiet = 0.0 if sent else quiet + POLL_S
+            events.append(_event("state", state))
+            last_state = state
+        for event in events:
+            yield event
+        quiet = 0.0 if events else quiet + POLL_S
         if quiet >= HEARTBEAT_S:
             yield ": still here\n\n"
             quiet = 0.0
         await asyncio.sleep(POLL_S)
 
 
+def _read(lab: Lab, run: str, files: dict[str, FollowedFile]) -> tuple[list[str], dict[str, Any]]:
+    """The events of what the run's files gained since the last read, and the run's state."""
+    events = []
+    for kind, followed in files.items():
+        reading = followed.read()
+        if reading.reset:
+            events.append(_event("reset", kind))
+        if reading.records:
+            events.append(_event(kind, reading.records))
+        events += [_event("problem", problem) for problem in reading.problems]
+    return events, _state(lab, run)
+
+
 def _state(lab: Lab, run: str) -> dict[str, Any]:
-    """The lab's own state for its run; for another run, whether its files still grow."""
-    if lab.run == run:
-        return lab.state()
-    active = any(r["name"] == run and r["active"] for r in lab.runs())
-    return {"run": run, "status": "training elsewhere" if active else "not training", "pid": None, "log": ""}
+    """The lab's own state for its run; for another run, whether a trainer holds it now."""
+    try:
+        return lab.state_of(run)
+    except (OSError, ValueError) as error:  # the runs root itself unreadable, say
+        return {"run": run, "status": "unknown", "pid": None, "log": "", "problem": str(error)}
 
 
 def _event(name: str, data: Any) -> str:
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+    """One server-sent event; data JSON cannot carry (it should never come) becomes a problem."""
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as error:
+        name, text = "problem", json.dumps({"file": None, "line": None, "reason": f"{name}: {error}"})
+    return f"event: {name}\ndata: {text}\n\n"

@@ -20,9 +20,10 @@ where the model is known: `limits.py` and the library.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from glassformer.workshop.interventions import MAX_FACTOR
 
@@ -125,8 +126,16 @@ class AttentionChangeRequest(ModelText):
     head: Index | None = None
 
 
+def _run_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(
+            "must be the name of a run under the runs folder (letters, digits, . _ -), not a path"
+        )
+    return name
+
+
 class RunRequest(Request):
-    run: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
+    run: Annotated[str, StringConstraints(max_length=100), AfterValidator(_run_name)]
 
 
 LabValue = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] | bool | int | Number

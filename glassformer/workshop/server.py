@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -118,6 +119,8 @@ def create_app(
     token = new_token() if token is None else token
     lab = Lab(runs_root)
     lock = asyncio.Lock()
+    running: set[WorkBudget] = set()  # the model work in flight (one runs, the rest wait)
+    stopping = threading.Event()  # set by `stop_work`: the server is going down
     model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
     for lm in models.values():
         watch(lm.net)
@@ -129,6 +132,9 @@ def create_app(
         """``fn(*args)`` on the model thread, one at a time, within the route's time budget and
         stopped when the page that asked leaves (`budget.py`)."""
         budget = WorkBudget(f"this {route.replace('_', ' ')}", SECONDS[route])
+        if stopping.is_set():
+            budget.cancel("the server is stopping")
+        running.add(budget)
         watcher = asyncio.create_task(_cancel_when_gone(request, budget))
         try:
             async with lock:
@@ -140,6 +146,14 @@ def create_app(
             raise RequestError(str(stopped), stopped.status) from None
         finally:
             watcher.cancel()
+            running.discard(budget)
+
+    def stop_work(reason: str = "the server is stopping") -> None:
+        """Stop the work in flight and the streams now (503s and closed streams, not a
+        wait): the command calls it on Ctrl-C, before uvicorn waits for requests to end."""
+        stopping.set()
+        for budget in list(running):
+            budget.cancel(reason)
 
     async def index(request: Request) -> FileResponse:
         return FileResponse(STATIC / "index.html")
@@ -222,7 +236,7 @@ def create_app(
             async with lock:  # one forward pass at a time, for the whole generation
                 tokens = token_events(lm, body.text, settings)
                 try:
-                    while (event := await on_model_thread(next, tokens, None)) is not None:
+                    while not stopping.is_set() and (event := await on_model_thread(next, tokens, None)):
                         yield event  # a client gone: the response stops asking, so no next token
                 finally:  # also when the client left: shielded, it waits for a step in flight
                     with anyio.CancelScope(shield=True):
@@ -268,7 +282,7 @@ def create_app(
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
-        *lab_routes(lab, STATIC / "lab.html"),
+        *lab_routes(lab, STATIC / "lab.html", stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
@@ -285,6 +299,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.token = token
+    app.state.stop_work = stop_work
     return app
 
 

@@ -83,7 +83,9 @@ function drawRuns() {
   const select = $("run");
   const names = overview.runs.map((r) => r.name);
   if (following && !names.includes(following)) names.unshift(following);
-  select.replaceChildren(el("option", { value: "" }, "—"), ...names.map((n) => el("option", { value: n }, n)));
+  const damaged = Object.fromEntries(overview.runs.map((r) => [r.name, r.damaged])); // why its model cannot be read
+  const option = (n) => el("option", { value: n, title: damaged[n] }, damaged[n] ? `${n} (damaged)` : n);
+  select.replaceChildren(el("option", { value: "" }, "—"), ...names.map(option));
   select.value = following;
   const other = $("other-run");
   const chosen = other.value;
@@ -115,6 +117,10 @@ function follow(run) {
   source.addEventListener("reset", (event) => {
     data[JSON.parse(event.data)] = [];
     drawAll();
+  });
+  source.addEventListener("problem", (event) => { // a line that is no record; the stream goes on
+    const { file, line, reason } = JSON.parse(event.data);
+    showMessage(`${file ?? "the run"}${line ? ` line ${line}` : ""} ${reason}`);
   });
   source.addEventListener("state", (event) => {
     data.state = JSON.parse(event.data);
@@ -163,7 +169,7 @@ function drawAll() {
   $("pause").disabled = !(own && status === "running");
   $("resume").disabled = !(own && status === "paused");
   $("stop").disabled = !(own && (status === "running" || status === "paused"));
-  $("continue").disabled = !following || ["running", "paused", "training elsewhere"].includes(status);
+  $("continue").disabled = !following || ["running", "paused", "training elsewhere", "paused elsewhere"].includes(status);
   $("open").disabled = !following || !progress.length;
 }
 

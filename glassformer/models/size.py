@@ -1,0 +1,187 @@
+"""How big a model a config makes, from the config alone: parameters by component, and a
+config too big for this machine refused before one tensor is allocated (`check_size`).
+
+The parameter equations live here, beside the modules that make the parameters, so that
+`build` can check a config before building it; `glassformer.inspect.costs` reads them from
+here for ``glassformer count`` (one home for them). Sizes: d=d_model, h=heads, g=kv heads,
+e=d_head, f=d_ff, v=vocab, L=layers.
+
+Why check first: building is the slow part. ``n_layers: 100000000`` in a config.json makes
+a hundred million blocks, which takes minutes and then all the memory; counting them takes
+microseconds.
+
+>>> check_size(ModelConfig(n_layers=100_000_000))
+Traceback (most recent call last):
+...
+glassformer.models.size.ModelTooLarge: this config makes a model of 19,827,200,065,792 parameters ...
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from glassformer.config import ModelConfig
+
+MAX_PARAMETERS_VARIABLE = "GLASSFORMER_MAX_PARAMETERS"
+MEMORY_SHARE = 0.5  # a model's weights may take at most this share of the machine's memory
+
+
+class ModelTooLarge(ValueError):
+    """A config whose weights would not fit this machine (see `check_size`)."""
+
+
+# parameters -------------------------------------------------------------------------------
+def _linear(n_in: int, n_out: int, bias: bool) -> int:
+    """nn.Linear(n_in, n_out): n_in n_out weights (+ n_out biases)."""
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _norm(config: ModelConfig) -> int:
+    """LayerNorm: gamma and beta (2d); RMSNorm: gamma only (d)."""
+    return config.d_model * (2 if config.norm == "layernorm" else 1)
+
+
+def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
+    """W_Q (d x he), W_K and W_V (d x ge each: GQA / MQA have g < h), W_O (he x d), in ``layers``
+    blocks; biases as ``qkv_bias`` / ``out_bias`` say."""
+    d, h, g, e = config.d_model, config.n_heads, config.n_kv_heads, config.d_head
+    bias = config.qkv_bias
+    return {
+        f"{prefix} q": layers * _linear(d, h * e, bias),
+        f"{prefix} k": layers * _linear(d, g * e, bias),
+        f"{prefix} v": layers * _linear(d, g * e, bias),
+        f"{prefix} out": layers * _linear(h * e, d, config.out_bias),
+    }
+
+
+def _ffn(config: ModelConfig, layers: int) -> dict[str, int]:
+    """W_up and W_down (d x f each); gated activations (SwiGLU, GeGLU) add W_gate."""
+    d, f, bias = config.d_model, config.d_ff, config.ffn_bias
+    counts = {"ffn up": layers * _linear(d, f, bias)}
+    if config.gated:
+        counts["ffn gate"] = layers * _linear(d, f, bias)
+    counts["ffn down"] = layers * _linear(f, d, bias)
+    return counts
+
+
+def _head(config: ModelConfig) -> dict[str, int]:
+    """The output side: LM head (d x v, nothing new when tied), BERT's MLM head (dense d x d,
+    norm, d x v decoder with its v biases), pooler (d x d), classifier (d x c)."""
+    d, v = config.d_model, config.vocab_size
+    tied = config.tie_embeddings
+    counts: dict[str, int] = {}
+    if config.family != "encoder":
+        counts["lm head"] = (0 if tied else d * v) + (v if config.lm_head_bias else 0)
+    elif config.mlm_head:
+        counts["mlm head"] = _linear(d, d, True) + _norm(config) + (0 if tied else d * v) + v
+    if config.pooler:
+        counts["pooler"] = _linear(d, d, True)
+    if config.n_classes:
+        counts["classifier"] = _linear(d, config.n_classes, True)
+    return counts
+
+
+def parameter_counts(config: ModelConfig) -> dict[str, int]:
+    """Parameters by component, summed over layers (and over both stacks of an encoder-decoder).
+
+    The token table is counted once: a tied LM or MLM head (``tie_embeddings``) reuses it, so
+    its entry holds only its biases. Sinusoidal, RoPE and ALiBi positions have no parameters;
+    learned positions are max_seq_len x d, a T5 relative bias buckets x h per stack.
+
+    >>> counts = parameter_counts(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
+    >>> counts["token embedding"], counts["lm head"], sum(counts.values())
+    (3200, 0, 36864)
+    """
+    d, depths = config.d_model, config.stack_depths
+    layers, stacks = sum(depths), len(depths)
+    counts = {"token embedding": config.vocab_size * d}
+    if config.positions == "learned":
+        counts["position embedding"] = stacks * config.max_seq_len * d
+    if config.positions == "t5_relative":
+        counts["position bias"] = stacks * config.relative_buckets * config.n_heads
+    if config.type_vocab_size:
+        counts["segment embedding"] = config.type_vocab_size * d
+    if config.embed_norm:
+        counts["embedding norm"] = stacks * _norm(config)
+    counts.update(_attention(config, "attention", layers))
+    if config.family == "encoder_decoder":
+        counts.update(_attention(config, "cross-attention", config.n_decoder_layers))
+    counts.update(_ffn(config, layers))
+    cross_norms = config.n_decoder_layers if config.family == "encoder_decoder" else 0
+    counts["block norms"] = (2 * layers + cross_norms) * _norm(config)
+    if config.norm_placement == "pre":
+        counts["final norm"] = stacks * _norm(config)
+    counts.update(_head(config))
+    return counts
+
+
+def embedding_parameters(config: ModelConfig) -> int:
+    """Parameters of the lookup tables (tokens, learned positions, segments): what Kaplan et
+    al.'s "non-embedding" count leaves out."""
+    counts = parameter_counts(config)
+    return sum(counts.get(k, 0) for k in ("token embedding", "position embedding", "segment embedding"))
+
+
+# the check --------------------------------------------------------------------------------
+def check_size(
+    config: ModelConfig, dtype: torch.dtype = torch.float32, max_parameters: int | None = None
+) -> int:
+    """The parameter count of ``config``; `ModelTooLarge` when its weights in ``dtype`` would
+    take more than half of this machine's physical memory, or more parameters than
+    ``max_parameters`` (else the ``GLASSFORMER_MAX_PARAMETERS`` environment variable) allows.
+    Either of those, when given, replaces the memory rule: it is how to allow a model
+    anyway. Counting takes microseconds, whatever the sizes.
+
+    >>> check_size(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
+    36864
+    """
+    parameters = sum(parameter_counts(config).values())
+    weight_bytes = parameters * dtype.itemsize
+    limit = max_parameters if max_parameters is not None else _allowed_by_environment()
+    if limit is not None:
+        if parameters <= limit:
+            return parameters
+        because = f"more than the {limit:,} parameters allowed"
+    else:
+        memory = physical_memory()
+        if memory is None or weight_bytes <= MEMORY_SHARE * memory:
+            return parameters
+        because = f"more than half of this machine's {_gibibytes(memory)} of memory"
+    raise ModelTooLarge(
+        f"this config makes a model of {parameters:,} parameters ({_sizes(config)}): "
+        f"{_gibibytes(weight_bytes)} of {str(dtype).removeprefix('torch.')} weights, {because}; "
+        "nothing was built. Check the sizes in the config; to build it anyway, set "
+        f"{MAX_PARAMETERS_VARIABLE}={parameters} (or call build(config, max_parameters={parameters}))"
+    )
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory, or None where the system does not say (not POSIX)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _allowed_by_environment() -> int | None:
+    text = os.environ.get(MAX_PARAMETERS_VARIABLE, "").strip().replace("_", "")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(
+            f"{MAX_PARAMETERS_VARIABLE}={os.environ[MAX_PARAMETERS_VARIABLE]!r} must be a whole number "
+            "of parameters, such as 2000000000"
+        )
+    return int(text)
+
+
+def _sizes(config: ModelConfig) -> str:
+    """The sizes that make a model big, as the config names them."""
+    layers = " + ".join(f"{n:,}" for n in config.stack_depths)
+    return f"{layers} layers, d_model {config.d_model:,}, d_ff {config.d_ff:,}, vocab {config.vocab_size:,}"
+
+
+def _gibibytes(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"
