@@ -120,6 +120,8 @@ def test_the_token_is_needed_and_opening_the_printed_link_sets_it(anyone):
     assert anyone.get("/api/models", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     page = anyone.get("/?level=beginner")
     assert page.status_code == 403 and "<form" in page.text and "needs its token" in page.text
+    assert '<input type="hidden" name="level" value="beginner">' in page.text  # kept when the token is typed
+    assert "is not this workshop" in anyone.get("/?token=guessed-token").text
     opened = anyone.get(f"/?token={TOKEN}&level=beginner&lock=1")
     assert opened.status_code == 303 and opened.headers["location"] == "/?level=beginner&lock=1"
     cookie = opened.headers["set-cookie"]

@@ -89,7 +89,13 @@ class Guard:
         ):
             return _refused(request, 403, f"a request from another site ({origin or site}) is refused")
         if not self.authorized(request):
-            return _refused(request, 403, "this request lacks the workshop's token", ask_token=True)
+            reason = (
+                "The token given is not this workshop's (a new one is made at each start, unless fixed "
+                "with --token)"
+                if request.query_params.get("token")
+                else "This request lacks the workshop's token"
+            )
+            return _refused(request, 403, reason, ask_token=True)
         if request.method in WRITES:
             kind = headers.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
@@ -143,7 +149,12 @@ def _refused(request: Request, status: int, reason: str, ask_token: bool = False
     wants_page = request.method == "GET" and request.url.path in PAGES
     if not (ask_token and wants_page):
         return JSONResponse({"error": reason}, status_code=status)
-    page = _TOKEN_PAGE.format(reason=html.escape(reason), path=html.escape(request.url.path))
+    kept = "".join(  # the link's own settings (level, model, text) survive typing the token
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+        for k, v in request.query_params.multi_items()
+        if k != "token"
+    )
+    page = _TOKEN_PAGE.format(reason=html.escape(reason), path=html.escape(request.url.path), kept=kept)
     return HTMLResponse(page, status_code=403)
 
 
@@ -154,6 +165,6 @@ _TOKEN_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <h1>This workshop needs its token</h1>
 <p>{reason}. Open the address that <code>glassformer workshop</code> printed when it started
 (it ends in <code>?token=…</code>), or type the token here. Your teacher may have given you one.</p>
-<form method="get" action="{path}"><label>Token <input name="token" autocomplete="off" required
+<form method="get" action="{path}">{kept}<label>Token <input name="token" autocomplete="off" required
  autofocus style="font: inherit; width: 100%"></label>
 <p><button type="submit" style="font: inherit">Open the workshop</button></p></form></body></html>"""
