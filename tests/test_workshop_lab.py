@@ -17,6 +17,7 @@ import pytest
 from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
 from glassformer.inspect.film import read_film
 from glassformer.workshop.server import create_app
+from tests import trainer_processes
 from tests.test_workshop_api import char_lm
 from tests.workshop_server import auth, serving
 
@@ -35,12 +36,8 @@ def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
-def wait_for(condition, what: str, timeout: float = TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+def wait_for(condition, what: str) -> None:
+    trainer_processes.wait_for(condition, what, TIMEOUT_S)
 
 
 def events(url: str, run: str, until) -> dict[str, list]:
