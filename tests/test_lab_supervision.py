@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import pytest
@@ -184,7 +185,7 @@ def follow_until(lab: Lab, run: str, until) -> list[tuple[str, object]]:
 
     async def collect():
         events = []
-        stream = _follow(Page(), lab, run, lab.run_dir(run))
+        stream = _follow(Page(), lab, run, lab.run_dir(run), threading.Event())
         async for text in stream:
             if text.startswith(":"):
                 continue

@@ -53,6 +53,7 @@ import torch
 from glassformer.config import ModelConfig, llama_style
 from glassformer.formats.key_map import Mapped, check_coverage, stacked_qkv
 from glassformer.models import build
+from glassformer.models.size import ModelTooLarge
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 # Storage types we load: the float types and the block quantizations above, each of which
@@ -240,8 +241,11 @@ def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> 
     missing = sorted(expected - set(tensors))
     if missing:
         raise ValueError(f"{path}: the GGUF file lacks the tensors {', '.join(missing[:8])}")
-    with torch.device("meta"):
-        params = dict(build(config).named_parameters())
+    try:  # the metadata's sizes are checked against this machine before a module is made
+        with torch.device("meta"):
+            params = dict(build(config).named_parameters())
+    except ModelTooLarge as error:  # name the file (its metadata is damaged, or it is too big here)
+        raise ModelTooLarge(f"{path}: {error}") from None
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
     for item in mapping:
         shape = tuple(int(n) for n in reversed(tensors[item.theirs].shape.tolist()))  # fastest dim first
