@@ -44,6 +44,7 @@ from glassformer.sampling import (
     apply_repetition_penalty,
     apply_temperature,
     sample,
+    step_generator,
     suppress_tokens,
     top_k_filter,
     top_p_filter,
@@ -267,9 +268,6 @@ def _sample_steps(
     loop ends once every row is finished or ``max_new_tokens`` are generated.
     """
     stop = torch.tensor(stop_ids, dtype=torch.long, device=seqs.device)
-    generator = None
-    if settings.do_sample and settings.seed is not None:
-        generator = torch.Generator(device=seqs.device).manual_seed(settings.seed)
     running = torch.ones(seqs.batch, dtype=torch.bool, device=seqs.device)  # b
     for step in range(settings.max_new_tokens):
         scores = _process(seqs.next_logits(), seqs, settings, stop, step)  # b v
@@ -279,7 +277,7 @@ def _sample_steps(
                 scores = top_k_filter(scores, settings.top_k)
             if settings.top_p is not None:
                 scores = top_p_filter(scores, settings.top_p)
-            token = sample(scores, generator)  # b
+            token = sample(scores, step_generator(settings.seed, step, seqs.device))  # b: step's own stream
         else:
             token = scores.argmax(dim=-1)  # b
         token = torch.where(running, token, seqs.pad_id)  # b

@@ -223,6 +223,25 @@ def top_p_filter(scores: torch.Tensor, p: float) -> torch.Tensor:
     return scores.masked_fill(drop, NEG_INF)
 
 
+STEP_STRIDE = 0x9E3779B97F4A7C15  # 2^64 / golden ratio: consecutive steps' seeds far apart
+
+
+def step_generator(seed: int | None, step: int, device: torch.device | str = "cpu") -> torch.Generator | None:
+    """The random stream that draws generation step ``step`` (0-based) under ``seed``: a
+    generator of its own, seeded with ``(seed + step * STEP_STRIDE) mod 2^64`` (step 0: the
+    seed itself). Each step's draw can so be made again alone, without replaying the steps
+    before it: the workshop's walk of step k of a generation draws exactly the token the
+    generation drew there. None (torch's global state) without a seed.
+
+    >>> a, b = step_generator(7, 3), step_generator(7, 3)
+    >>> torch.rand(2, generator=a).equal(torch.rand(2, generator=b))
+    True
+    """
+    if seed is None:
+        return None
+    return torch.Generator(device=device).manual_seed((seed + step * STEP_STRIDE) % 2**64)
+
+
 def sample(scores: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """Draw one token per row from softmax(scores).  b v -> b.
 

@@ -362,6 +362,32 @@ def test_a_walk_with_generated_tokens_is_that_generation_step_s_forward_pass(cli
     assert [t["id"] for t in t5["decoder_tokens"]] == [0, 3, 4]
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"seed": 0},
+        {"seed": 7, "temperature": 1.5},
+        {"seed": 123, "temperature": 1.0, "top_k": 5},
+        {"seed": 2**63 - 1, "temperature": 1.2, "top_p": 0.9, "repetition_penalty": 1.3},
+    ],
+)
+def test_the_timeline_is_the_generation(client, models, settings):
+    """The walk of step k of a sampled generation draws the token the generation drew at
+    step k (its stream, `/api/generate`, and `lm.generate` alike): each step has its own
+    random stream (`sampling.step_generator`), so the walk needs no replay of the steps
+    before it. Once the walk re-seeded every step, and 6 of 12 steps disagreed."""
+    lm, steps = models["llama"], 24
+    body = {"model": "llama", "text": TEXT, "max_new_tokens": steps, **settings}
+    streamed = [
+        data["id"] for name, data in events(client.post("/api/generate", json=body)) if name == "token"
+    ]
+    assert streamed == lm.generate(lm.tokenizer.encode(TEXT), max_new_tokens=steps, **settings)
+    assert len(set(streamed)) > 3  # a sampled generation, not one token again and again
+    for k, token in enumerate(streamed):
+        payload = walk(client, generated=streamed[:k], **settings)
+        assert payload["prediction"]["token"]["id"] == token, f"step {k}"
+
+
 def test_an_encoder_decoder_reads_a_decoder_text(client, models):
     lm = models["t5"]
     payload = walk(client, model="t5", decoder_text="the")

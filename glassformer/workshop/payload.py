@@ -75,7 +75,9 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         "decoder_tokens": None if decoder_ids is None else _tokens(inputs, decoder_ids),
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
-        "prediction": None if classifier else _prediction(lm, ids, decoder_ids, output, settings),
+        "prediction": None
+        if classifier
+        else _prediction(lm, ids, decoder_ids, output, settings, step=len(given.generated)),
         "classification": _classification(classifier["classes"], output[0]) if classifier else None,
         "interventions": given.changes(),
         "generated": len(given.generated),
@@ -138,14 +140,14 @@ def _classification(names: list[str], logits: torch.Tensor) -> dict[str, Any]:
 
 
 def _prediction(
-    lm, ids, decoder_ids, output: torch.Tensor, settings: GenerationSettings
+    lm, ids, decoder_ids, output: torch.Tensor, settings: GenerationSettings, step: int = 0
 ) -> dict[str, Any] | None:
     """The next-token pipeline at the last position (a decoder's, or the encoder-decoder's
-    decoder); None for encoders, which do not generate."""
+    decoder), drawn as generation step ``step`` draws; None for encoders, which do not generate."""
     if isinstance(lm.net, EncoderModel):
         return None
     seen = ids if decoder_ids is None else decoder_ids
-    steps, token = next_token(output[0, -1], seen, settings)
+    steps, token = next_token(output[0, -1], seen, settings, step)
     label = lm.inputs.labels
     return {
         "steps": [step.payload(lambda i: label([i])[0]) for step in steps],

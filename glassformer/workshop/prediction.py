@@ -3,7 +3,7 @@
 `next_token` runs the processors of `glassformer.sampling` in the order generation runs
 them, over the whole vocabulary, and keeps each step's distribution, so the page can show
 what every setting does and the token drawn is the one `lm.generate` would draw for the
-same settings and seed (``tests/test_workshop_api.py`` checks it).
+same settings and seed, at any step of a generation (``tests/test_workshop_api.py`` checks it).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from glassformer.sampling import (
     apply_repetition_penalty,
     apply_temperature,
     sample,
+    step_generator,
     top_k_filter,
     top_p_filter,
 )
@@ -50,9 +51,11 @@ class Step:
 
 
 def next_token(
-    logits: torch.Tensor, seen: torch.Tensor, settings: GenerationSettings
+    logits: torch.Tensor, seen: torch.Tensor, settings: GenerationSettings, step: int = 0
 ) -> tuple[list[Step], int]:
-    """The steps from next-token logits (v) to the chosen token, for tokens ``seen`` (1 s).
+    """The steps from next-token logits (v) to the chosen token, for tokens ``seen`` (1 s);
+    ``step``: which step of a generation this is (0: the first new token), whose random
+    stream draws it (`glassformer.sampling.step_generator`), as in generation.
 
     Greedy settings (temperature 0) take the argmax after the penalty, as generation does.
     """
@@ -71,5 +74,4 @@ def next_token(
     if settings.top_p is not None and settings.top_p < 1:  # top_p = 1 keeps every token: off
         scores = top_p_filter(scores, settings.top_p)
         steps.append(Step("top_p", f"top-p: the smallest set with probability >= {settings.top_p:g}", scores))
-    generator = torch.Generator().manual_seed(settings.seed) if settings.seed is not None else None
-    return steps, int(sample(scores, generator)[0])
+    return steps, int(sample(scores, step_generator(settings.seed, step))[0])
