@@ -41,12 +41,19 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page = lab.page
     page.goto(f"{lab.base}lab")
     page.wait_for_selector("#preset option", state="attached")
+    assert page.input_value("#preset") == "induction"  # the quick preset comes first
+    assert page.inner_text("#preset-summary").startswith("Repeated random sequences: a two-layer decoder")
+    page.select_option("#preset", "shakespeare-char")
+    assert page.inner_text("#preset-summary").startswith("Characters of Shakespeare")
     page.select_option("#preset", "induction")
     assert page.input_value('[name="train.steps"]') == "600"  # the preset's own values
     page.fill('[name="train.steps"]', str(STEPS))
     page.fill('[name="train.eval_interval"]', str(EVAL))
     page.fill('[name="model.d_model"]', "32")
     page.click("#start")
+    page.wait_for_selector('body[data-state="running"]', state="attached")
+    assert page.locator("#start").is_disabled()  # one run at a time
+    assert "0 s to go" not in page.inner_text("#eta")  # no estimate before there is a pace
     page.wait_for_function("Number(document.querySelector('#charts').dataset.points) >= 5")
     assert page.locator('#charts [data-chart="loss"] polyline').count() >= 1
     page.click("#pause")
@@ -54,6 +61,7 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.click("#resume")
     page.wait_for_selector('body[data-state="running"], body[data-state="done"]', state="attached")
     page.wait_for_selector('body[data-state="done"]', state="attached")
+    assert page.locator("#start").is_enabled() and "to go" not in page.inner_text("#eta")
     page.wait_for_selector(f'#film[data-frames="{STEPS // EVAL}"]', state="attached")
     frames = read_film(runs / "induction-lab")
     assert [f["step"] for f in frames] == list(range(EVAL, STEPS + 1, EVAL))

@@ -535,3 +535,26 @@ def test_the_logit_lens_panel_follows_the_final_choice(workshop, models):
     assert int(last.locator(".lens-token").first.get_attribute("data-id")) == final
     workshop.level("beginner")
     assert not page.locator("#lens-panel").is_visible()
+
+
+def test_back_and_forward_return_to_the_runs_before(workshop):
+    """Each run is a history entry: Back shows the text before, Forward the one after, and
+    the first Back after opening a link does not leave the workshop."""
+    page = workshop.page
+    workshop.open(model="tiny", text="the cat")
+    for n, text in enumerate(["the dog sat", "a mat"], start=2):
+        page.fill("#text", text)
+        page.press("#text", "Enter")
+        workshop.wait_walks(n)
+    assert page.input_value("#text") == "a mat"
+    page.go_back()
+    workshop.wait_walks(4)
+    assert page.input_value("#text") == "the dog sat" and "text=the+dog+sat" in page.url
+    assert len(workshop.texts("#tokens .chip")) == len("the dog sat")
+    page.go_back()
+    workshop.wait_walks(5)
+    assert page.input_value("#text") == "the cat"
+    page.go_forward()
+    workshop.wait_walks(6)
+    assert page.input_value("#text") == "the dog sat"
+    workshop.close()

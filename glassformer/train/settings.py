@@ -161,6 +161,25 @@ def preset_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
+def preset_summary(name: str) -> str:
+    """What a preset trains, in a sentence: the first sentence of its file's header comment.
+
+    >>> preset_summary("reverse-seq2seq")
+    'The original Transformer (post-norm, sinusoidal positions) learns to reverse strings.'
+    """
+    path = resources.files("glassformer.train") / "presets" / f"{name}.toml"
+    if not path.is_file():
+        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(preset_names())}")
+    header = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line.lstrip("# ").strip())
+    text = " ".join(header)
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 def load_preset(name: str) -> RunConfig:
     """A shipped preset by name (see `preset_names`)."""
     path = resources.files("glassformer.train") / "presets" / f"{name}.toml"

@@ -41,7 +41,7 @@ from glassformer.config import ModelConfig
 from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
 from glassformer.models.size import ModelTooLarge, check_size
 from glassformer.train.run_lock import Holder, holder
-from glassformer.train.settings import TrainConfig, apply_overrides, load_preset, preset_names
+from glassformer.train.settings import TrainConfig, apply_overrides, load_preset, preset_names, preset_summary
 from glassformer.workshop.trainer_process import TrainerProcess
 
 # field -> (kind, allowed values or (least, most)): what the lab's form may change
@@ -58,6 +58,7 @@ FIELDS: dict[str, tuple[type, Any]] = {
     "train.eval_interval": (int, (1, 10_000)),
 }
 LAB_SUFFIX = "-lab"
+DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minute here, and shows a head form
 STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
 SHUTDOWN_WAIT_S = 1.5  # the server stopping: how long it waits for the trainer (then leaves it)
 
@@ -88,7 +89,15 @@ class Lab:
                 values[field] = (
                     None if field in fixed else config.get(table, {}).get(key, _default(table, key))
                 )
-            out.append({"name": name, "fields": values, "pretrained": pretrained, "fixed": fixed})
+            out.append(
+                {
+                    "name": name,
+                    "summary": preset_summary(name),
+                    "fields": values,
+                    "pretrained": pretrained,
+                    "fixed": fixed,
+                }
+            )
         return out
 
     def fields(self) -> dict[str, dict[str, Any]]:

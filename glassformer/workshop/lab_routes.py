@@ -1,7 +1,8 @@
 """The training lab's routes (`lab.Lab` does the work):
 
     GET  /lab                   the lab's page (static/lab.html)
-    GET  /api/lab               {presets, fields, runs, state}
+    GET  /api/lab               {presets: [{name, summary, fields, pretrained, fixed}], default,
+                                 fields, runs, state}
     POST /api/lab/start         {preset, fields: {"model.n_layers": 2, ...}} -> state
     POST /api/lab/pause | /api/lab/resume | /api/lab/stop             -> state
     POST /api/lab/continue      {run} -> state: a stopped run goes on from its checkpoint
@@ -33,7 +34,7 @@ from starlette.routing import Route
 
 from glassformer.workshop.followed_file import FollowedFile
 from glassformer.workshop.http import RequestError, read_query, read_request
-from glassformer.workshop.lab import RUN_FILES_FOLLOWED, Lab
+from glassformer.workshop.lab import DEFAULT_PRESET, RUN_FILES_FOLLOWED, Lab
 from glassformer.workshop.request_types import Empty, EventsQuery, LabStartRequest, RunRequest
 
 POLL_S = 0.5  # how often a followed run's files are read
@@ -57,6 +58,7 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
         def read() -> dict[str, Any]:  # off the event loop: the runs are checked on disk, locks too
             return {
                 "presets": lab.presets(),
+                "default": DEFAULT_PRESET,
                 "fields": lab.fields(),
                 "runs": lab.runs(),
                 "state": lab.state(),

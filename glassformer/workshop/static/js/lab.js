@@ -24,9 +24,26 @@ function freshData() {
   return { progress: [], metrics: [], film: [], state: null };
 }
 
-function showMessage(text) {
+const BUSY = ["running", "paused", "training elsewhere", "paused elsewhere"];
+const ETA_WINDOW = 20; // steps the time estimate is measured over (the recent pace, not the start's)
+let clearMessageWhen = null; // (status) -> true once the cause of the message shown has gone
+
+/** Show ``text``; ``until(status)``, if given, clears it once the run's status says its cause
+ * is gone (a refusal because a run was training clears when it no longer is). */
+function showMessage(text, until = null) {
   $("message").textContent = text;
   $("message").hidden = !text;
+  clearMessageWhen = text ? until : null;
+}
+
+/** "about 40 s to go", from the pace of the last steps; "" before there is a pace to tell. */
+function timeLeft(progress, status) {
+  const recent = progress.slice(-ETA_WINDOW);
+  const last = recent.at(-1);
+  if (status !== "running" || recent.length < 3 || last.time - recent[0].time < 1) return "";
+  const perStep = (last.time - recent[0].time) / (last.step - recent[0].step);
+  const left = Math.max(0, last.steps - last.step) * perStep;
+  return left < 60 ? ` · about ${Math.max(1, Math.round(left))} s to go` : ` · about ${Math.round(left / 60)} min to go`;
 }
 
 async function post(path, body = {}) {
@@ -44,19 +61,25 @@ async function post(path, body = {}) {
 function drawForm() {
   const form = $("lab-form");
   const preset = el("select", { id: "preset", "aria-label": "preset", onchange: () => fillFields() },
-    overview.presets.map((p) => el("option", { value: p.name }, p.name)));
+    overview.presets.map((p) => el("option", { value: p.name, title: p.summary }, p.name)));
+  preset.value = overview.default ?? overview.presets[0].name;
   const fields = Object.entries(overview.fields).map(([name, spec]) => {
     const input = spec.kind === "str"
       ? el("select", { name, "aria-label": name }, spec.allowed.map((v) => el("option", { value: v }, v)))
       : el("input", { name, type: "number", step: spec.kind === "int" ? "1" : "any", min: String(spec.range[0]), max: String(spec.range[1]), "aria-label": name });
     return el("label", { class: "field" }, el("span", { class: "field-name" }, name.split(".")[1].replace("_", " ")), input);
   });
-  form.replaceChildren(el("label", { class: "field" }, el("span", { class: "field-name" }, "preset"), preset), ...fields);
+  form.replaceChildren(
+    el("label", { class: "field" }, el("span", { class: "field-name" }, "preset"), preset),
+    el("p", { id: "preset-summary", class: "hint" }),
+    ...fields,
+  );
   fillFields();
 }
 
 function fillFields() {
   const chosen = overview.presets.find((p) => p.name === $("preset").value);
+  $("preset-summary").textContent = chosen.summary;
   for (const [name, value] of Object.entries(chosen.fields)) {
     const input = $("lab-form").elements[name];
     if (!input) continue;
@@ -124,6 +147,7 @@ function follow(run) {
   });
   source.addEventListener("state", (event) => {
     data.state = JSON.parse(event.data);
+    if (data.state.run === overview.state?.run) overview.state = data.state; // the lab's own run: its state now
     drawAll();
   });
 }
@@ -148,9 +172,8 @@ function drawAll() {
   $("charts").dataset.points = String(progress.length);
   const last = progress.at(-1);
   if (last) {
-    const perStep = progress.length > 1 ? (last.time - progress[0].time) / (progress.length - 1) : 0;
-    const left = Math.max(0, last.steps - last.step) * perStep;
-    $("eta").textContent = `step ${last.step} of ${last.steps} · loss ${number(last.loss, 3)} · ${number(last.tokens_per_s, 3)} tokens/s · about ${Math.round(left)} s to go`;
+    const pace = timeLeft(progress, state?.status);
+    $("eta").textContent = `step ${last.step} of ${last.steps} · loss ${number(last.loss, 3)} · ${number(last.tokens_per_s, 3)} tokens/s${pace}`;
   } else {
     $("eta").textContent = following ? "waiting for the first step…" : "Choose a run to follow, or start one.";
   }
@@ -164,12 +187,14 @@ function drawAll() {
   $("log").textContent = state?.log ?? "";
   const status = state?.status ?? "idle";
   document.body.dataset.state = status;
+  if (clearMessageWhen?.(status)) showMessage("");
   $("status").textContent = following ? `${following}: ${status}` : "";
   const own = state && overview.state && state.run === following && state.pid;
   $("pause").disabled = !(own && status === "running");
   $("resume").disabled = !(own && status === "paused");
   $("stop").disabled = !(own && (status === "running" || status === "paused"));
-  $("continue").disabled = !following || ["running", "paused", "training elsewhere", "paused elsewhere"].includes(status);
+  $("continue").disabled = !following || BUSY.includes(status);
+  $("start").disabled = BUSY.includes(status) || BUSY.includes(overview.state?.status); // one run at a time
   $("open").disabled = !following || !progress.length;
 }
 
@@ -183,7 +208,8 @@ async function act(path, body) {
     data.state = state;
     drawAll();
   } catch (error) {
-    showMessage(error.message);
+    const at = data.state?.status ?? "idle";
+    showMessage(error.message, (status) => status !== at); // e.g. "is training now": until it is not
   }
 }
 

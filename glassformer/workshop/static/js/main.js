@@ -278,12 +278,12 @@ function takeToken(id) {
 /** Ask for the walk of the form's settings (and of the timeline step chosen, if
  * `keepGenerated`). A new input redraws everything; a sampling change only the prediction
  * (the forward pass is the same). */
-async function run({ keepGenerated = false } = {}) {
+async function run({ keepGenerated = false, push = true } = {}) {
   settings = { ...settings, ...controls.read() };
   if (!keepGenerated) generated = [];
   const family = models.find((m) => m.name === settings.model)?.architecture.family;
   if (family !== "encoder_decoder") settings.decoder_text = ""; // only a decoder reads one
-  writeSettings(settings);
+  writeSettings(settings, { push }); // each run its own history entry: Back is the run before
   const request = walkRequest(settings, generated);
   const ticket = ++latestRequest;
   setState("loading", "running…");
@@ -371,8 +371,19 @@ async function start() {
   controls.setModels(models, settings.model);
   controls.setLocked(settings.lock);
   controls.show(settings);
-  await run();
+  await run({ push: false }); // the link opened is the entry already
   if (notice && message.hidden) showMessage(notice);
 }
+
+// Back and Forward: the entry's settings, run again (not pushed: the entry is there)
+window.addEventListener("popstate", () => {
+  const entry = readSettings(window.location.search);
+  if (!models.some((m) => m.name === entry.model)) entry.model = settings.model;
+  settings = entry;
+  document.body.dataset.level = settings.level;
+  controls.setLocked(settings.lock);
+  controls.show(settings);
+  run({ push: false });
+});
 
 start();

@@ -85,10 +85,13 @@ export function queryString(settings) {
   return `?${params}`;
 }
 
-/** Put ``settings`` in the address bar without reloading or adding a history entry. */
-export function writeSettings(settings) {
+/** Put ``settings`` in the address bar without reloading: as a new history entry when
+ * `push` (a run: Back returns to the one before), else in place of the current one. */
+export function writeSettings(settings, { push = false } = {}) {
   const query = queryString(settings);
-  if (query !== window.location.search) window.history.replaceState(null, "", query);
+  if (query === window.location.search) return;
+  if (push) window.history.pushState(null, "", query);
+  else window.history.replaceState(null, "", query);
 }
 
 /** What a forward pass reads: model, text, and what changes it (the fields /api/walk,
