@@ -41,6 +41,15 @@ def shown(value: float) -> str:
     return f"{float(f'{value:.{SIGNIFICANT}g}'):g}".replace("-", "\u2212")
 
 
+def constant(value: float, tex: bool = False) -> str:
+    """A model's constant as its equations print it: an integer exactly (grouped by thousands),
+    anything else to float32's 7 significant digits (equations.js `num`)."""
+    v = float(f"{value:.7g}")
+    if v.is_integer():
+        return f"{int(v):,}".replace(",", "{,}" if tex else ",")
+    return repr(v)
+
+
 # the vendored package ------------------------------------------------------------------
 def pinned(name: str) -> str:
     return re.search(rf"^{name}=(\S+)$", SCRIPT.read_text(), re.M).group(1)
@@ -157,7 +166,7 @@ def test_the_equations_show_the_librarys_numbers(workshop, models):
     # the attention scale: d_head and its square root
     assert equation_texts(workshop, "blocks.0.attn.scores") == [
         str(config.d_head),
-        shown(math.sqrt(config.d_head)),
+        constant(math.sqrt(config.d_head)),
     ]
     # RMSNorm's mean is over d_model features, its ε the config's; grouped-query heads read
     # value head h // 2
@@ -174,7 +183,7 @@ def test_the_equations_show_the_librarys_numbers(workshop, models):
     # the model's own constants, from the payload's architecture: no bias anywhere, its RoPE base
     drawn = workshop.page.locator(".step-eq annotation").all_text_contents()
     assert len(drawn) > 10 and not any("b_{" in tex for tex in drawn)
-    assert r"\theta_i = \htmlClass{num}{500000}^{-2i/\htmlClass{num}{8}}" in equation_tex(
+    assert r"\theta_i = \htmlClass{num}{500{,}000}^{-2i/\htmlClass{num}{8}}" in equation_tex(
         workshop, "blocks.0.attn.q"
     )
     workshop.close()
@@ -297,7 +306,7 @@ def test_every_branch_of_the_equations_is_typeset(workshop):
 
 def rope_base_shown(config) -> str:
     """The base of θ_i the library uses (NTK scaling raises it), as the page prints it."""
-    return shown(RotaryEmbedding(config).base)
+    return constant(RotaryEmbedding(config).base, tex=True)
 
 
 # (config, step, what its TeX or prose must hold, what it must not): each is the model's own
@@ -379,14 +388,14 @@ EXPECTED = [
     (
         "llama",
         "blocks.0.attn.q",
-        [r"\theta_i = \htmlClass{num}{500000}^{-2i/\htmlClass{num}{8}}", "(i, i + 4)"],
+        [r"\theta_i = \htmlClass{num}{500{,}000}^{-2i/\htmlClass{num}{8}}", "(i, i + 4)"],
         [],
     ),
     ("gpt2", "blocks.0.attn.q", [], ["RoPE", r"\theta"]),
     (
         "ntk",
         "blocks.0.attn.q",
-        ["(2i, 2i + 1)", r"\theta_i = b^{-2i/", r"b = \htmlClass{num}{10000} \cdot"],
+        ["(2i, 2i + 1)", r"\theta_i = b^{-2i/", r"b = \htmlClass{num}{10{,}000} \cdot"],
         [],
     ),
     ("linear", "blocks.0.attn.q", [r"\text{angle}_i = \tfrac{p}{\htmlClass{num}{2}}\, \theta_i"], []),
@@ -517,3 +526,72 @@ def test_numbers_become_tex_and_a_bad_formula_shows_an_error(workshop):
     assert broken == {"error": 1, "text": "\\frac{1}{"}
     assert any("KaTeX could not typeset" in e for e in workshop.errors)
     workshop.close(allowed_errors=tuple(e for e in workshop.errors if "KaTeX could not typeset" in e))
+
+
+# sizes past 4 significant digits, as real models have them: a rounded number cannot pass
+REAL_SIZES = {
+    "smollm2-like decoder": {
+        **LLAMA,
+        **dict(vocab_size=49152, d_model=576, n_heads=9, n_kv_heads=3, d_ff=1536, max_seq_len=8192),
+    },
+    "gpt2-like decoder": dict(vocab_size=50257, d_model=768, n_heads=12, d_ff=3072, max_seq_len=1024),
+    "minilm-like encoder": dict(
+        family="encoder",
+        vocab_size=30522,
+        d_model=384,
+        n_heads=12,
+        d_ff=1536,
+        max_seq_len=512,
+        norm_placement="post",
+        mlm_head=False,
+    ),
+    "t5-like encoder-decoder": dict(
+        family="encoder_decoder",
+        vocab_size=32128,
+        d_model=512,
+        n_heads=8,
+        d_ff=2048,
+        positions="t5_relative",
+        decoder_start_token_id=0,
+    ),
+    "a classifier": dict(family="encoder", vocab_size=30522, d_model=384, n_heads=12, n_classes=3),
+}
+
+
+RENDERED_TOKENS = 5  # `render`'s input length t
+
+
+def config_integers(config) -> set[int]:
+    """Every integer an equation may print for ``config``: its sizes and what they make."""
+    e, d = config.d_head, config.d_model
+    sizes = {d, d // 2, d // 2 - 1, config.n_heads, config.n_heads - 1, config.n_kv_heads, e, e - 2}
+    sizes |= {config.n_heads // config.n_kv_heads, config.d_ff, config.vocab_size, config.vocab_size - 1}
+    sizes |= {config.max_seq_len, config.relative_buckets, config.n_classes, 1, 2}
+    sizes |= {round(math.sqrt(n)) for n in (e, d) if math.isqrt(n) ** 2 == n}  # sqrt(64) = 8
+    sizes |= {int(config.rope_base), RENDERED_TOKENS, RENDERED_TOKENS - 1}  # the base; t, t - 1
+    return sizes
+
+
+def test_every_integer_in_every_equation_is_the_config_s_exactly(workshop):
+    """Integers are exact: E in R^{49,152 x 576} and 0 <= id <= 49,151, once rounded to four
+    digits as 49,150; MiniLM's 30,522 as 30,520."""
+    workshop.open(model="llama", text=TEXT, level="intermediate")
+    for name, fields in REAL_SIZES.items():
+        config = tiny(**fields)
+        drawn = render(workshop, config)
+        allowed, wrong = config_integers(config), []
+        for stage, step in drawn.items():
+            for number in tex_numbers(step["tex"]):
+                if (
+                    re.fullmatch(r"\d+(\{,\}\d{3})*", number)
+                    and int(number.replace("{,}", "")) not in allowed
+                ):
+                    wrong.append(f"{stage}: {number}")
+        assert wrong == [], name
+        last_id = f"{config.vocab_size - 1:,}".replace(",", "{,}")
+        assert rf"\le \htmlClass{{num}}{{{last_id}}}" in drawn["tokens"]["tex"], name
+        table = f"{config.vocab_size:,}".replace(",", "{,}")
+        assert rf"\htmlClass{{num}}{{{table}}} \times" in next(
+            d["tex"] for k, d in drawn.items() if k.endswith("embed.tokens")
+        ), name
+    workshop.close()

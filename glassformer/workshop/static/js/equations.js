@@ -28,8 +28,15 @@ export function texConstant(raw) {
   return mantissa === "1" ? power : `${mantissa} \\times ${power}`;
 }
 
-const num = (value) => `\\htmlClass{num}{${texNumber(value)}}`;
-const exact = (value) => `\\htmlClass{num}{${texConstant(value)}}`;
+/** An integer exactly, its thousands grouped: 49151 -> 49{,}151 (TeX's comma, no space). */
+export function texInteger(value) {
+  return value.toLocaleString("en-US").replace(/,/g, "{,}");
+}
+
+// Numbers of the model and its config: integers exact (a vocabulary of 49,152 tokens ends at
+// id 49,151, not "49,150" rounded), other constants at float32 precision.
+const num = (value) => `\\htmlClass{num}{${Number.isInteger(value) ? texInteger(value) : texConstant(value)}}`;
+const exact = num;
 const prose = (html) => (html ? ` <span class="eq-note">${html}</span>` : "");
 const range = (value, what = "values") =>
   value ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
