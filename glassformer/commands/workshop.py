@@ -115,9 +115,13 @@ def serve(app, host: str, port: int) -> None:
         def handle_exit(self, sig, frame) -> None:
             app.state.stop_work("the server is stopping (Ctrl-C)")
             super().handle_exit(sig, frame)
+            # uvicorn would raise the signal again once stopped; its KeyboardInterrupt then
+            # cancels the app's lifespan and prints a traceback. The stop was asked for: none.
+            getattr(self, "_captured_signals", []).clear()
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE_S)
     Server(config).run()
+    print("the workshop stopped", flush=True)
 
 
 def checked_token(token: str | None) -> str:
