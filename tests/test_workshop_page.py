@@ -558,3 +558,63 @@ def test_back_and_forward_return_to_the_runs_before(workshop):
     workshop.wait_walks(6)
     assert page.input_value("#text") == "the dog sat"
     workshop.close()
+
+
+PROJECTOR_TEXT_PX = 20  # the issue's floor for body text in teaching mode
+
+
+def rendered_px(page, selector: str) -> float:
+    """The size text under ``selector`` is drawn at: its font size times the zoom applied."""
+    return page.evaluate(
+        "(s) => { const e = document.querySelector(s);"
+        " return parseFloat(getComputedStyle(e).fontSize) * e.currentCSSZoom; }",
+        selector,
+    )
+
+
+def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, models):
+    """At 1280x720: Space / arrows / Home / End / a block's number move the reveal, the current
+    step is marked and in view, the text is at least 20 px, the prompt is shown, and the
+    attention-lines panel waits for the first attention weights."""
+    plan = [s["id"] for s in stages(models["tiny"].config)]
+    workshop.page.set_viewport_size({"width": 1280, "height": 720})
+    workshop.open(model="tiny", text=TEXT, lock="1", level="beginner")
+    page = workshop.page
+    current = page.locator('.step[aria-current="step"]')
+    assert current.get_attribute("data-stage") == plan[0]
+    assert page.inner_text("#prompt-shown") == TEXT and page.locator("#prompt-shown").is_visible()
+    assert rendered_px(page, ".step .step-title") >= PROJECTOR_TEXT_PX
+    assert rendered_px(page, "#prompt-shown") >= PROJECTOR_TEXT_PX
+    assert not page.locator("#lines-panel").is_visible()  # no attention shown before its step
+    page.keyboard.press(" ")
+    assert shown_steps(workshop) == plan[:2] and current.get_attribute("data-stage") == plan[1]
+    page.keyboard.press("1")  # block 1's first step
+    first_of_block_1 = next(i for i, s in enumerate(plan) if s.startswith("blocks.1."))
+    assert page.locator(".reveal-count").inner_text() == f"step {first_of_block_1 + 1} of {len(plan)}"
+    assert current.get_attribute("data-stage") == plan[first_of_block_1]
+    box = current.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= 720  # scrolled into view
+    assert page.locator("#lines-panel").is_visible()  # block 0's attention weights are out
+    page.keyboard.press("End")
+    assert page.locator(".reveal-count").inner_text() == f"step {len(plan)} of {len(plan)}"
+    assert page.locator("#prediction").is_visible()
+    page.keyboard.press("Home")
+    assert shown_steps(workshop) == plan[:1]
+    options = page.locator(".reveal-jump option").all_inner_texts()
+    assert options[1:4] == ["the tokens", "embeddings", "block 0"] and "the output" in options
+    page.select_option(".reveal-jump", label="block 0")
+    assert current.get_attribute("data-stage") == next(s for s in plan if s.startswith("blocks.0."))
+    workshop.shot("teaching-projector", full_page=False)
+    workshop.close()
+
+
+def test_teach_this_opens_the_walk_in_teaching_mode(workshop):
+    workshop.open(model="tiny", text=TEXT, level="beginner")
+    page = workshop.page
+    page.click("#teach")
+    page.wait_for_selector('body[data-walks="1"]', state="attached")
+    query = workshop.query()
+    assert query["lock"] == "1" and query["text"] == TEXT and "token" not in query  # the cookie holds it
+    assert page.locator("#lock-badge").is_visible() and page.locator(".reveal-count").is_visible()
+    assert not page.locator("#teach").is_visible()
+    workshop.close()

@@ -2,7 +2,8 @@
 
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
-    GET  /api/models       the models this server holds: name, architecture, stages, limits
+    GET  /api/models       the models this server holds: name, architecture, stages, limits;
+                           and the token, for the links the page makes (a fresh browser needs it)
     POST /api/walk         {model, text, decoder_text?, generated?: [id], temperature?,
                            top_k?, top_p?, repetition_penalty?, seed?,
                            interventions?: [{layer, head, mode, factor?}], patch_text?}
@@ -160,7 +161,7 @@ def create_app(
 
     async def list_models(request: Request) -> JSONResponse:
         described = [_describe(name, lm, origins.get(name)) for name, lm in models.items()]
-        return JSONResponse({"models": described})
+        return JSONResponse({"models": described, "token": token})  # the page's links for a fresh browser
 
     async def open_run(request: Request) -> JSONResponse:
         """A run of the lab's runs root, loaded as one more model (by name: never a path)."""

@@ -38,9 +38,10 @@ async function call(url, body) {
   return answer;
 }
 
-/** [{name, parameters, max_seq_len, reads_text, architecture, stages}] */
-export async function fetchModels() {
-  return (await call(MODELS_URL)).models;
+/** {models: [{name, parameters, max_seq_len, reads_text, architecture, stages}], token}:
+ * the token goes into the links the page makes for a fresh browser ("Teach this"). */
+export function fetchModels() {
+  return call(MODELS_URL);
 }
 
 /** The walk payload (payload.py, version 1) for {model, text, temperature, top_k, ...}. */

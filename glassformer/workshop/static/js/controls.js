@@ -91,11 +91,13 @@ export function bindControls(form, handlers) {
       const nodes = form.querySelectorAll(".lockable, .lockable :is(input, select, textarea, button)");
       for (const node of nodes) if ("disabled" in node) node.disabled = lock;
       form.querySelector("#lock-badge").hidden = !lock;
+      form.querySelector("#prompt-shown").hidden = !lock; // the class sees the prompt, not a text box
     },
     /** Put ``settings`` in the form. */
     show(settings) {
       model.value = settings.model;
       text.value = settings.text;
+      form.querySelector("#prompt-shown").textContent = settings.text;
       decoderText.value = settings.decoder_text;
       for (const radio of form.querySelectorAll('input[name="level"]')) radio.checked = radio.value === settings.level;
       for (const key of SAMPLING_KEYS) {

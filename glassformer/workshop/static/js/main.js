@@ -7,7 +7,7 @@ import { renderArchitecture } from "./architecture.js";
 import { renderLines } from "./attention_lines.js";
 import { bindControls } from "./controls.js";
 import { stageDetail } from "./stage_detail.js";
-import { inputKey, readSettings, walkRequest, writeSettings } from "./state.js";
+import { inputKey, queryString, readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
 import { createReveal } from "./reveal.js";
@@ -48,6 +48,7 @@ let openBlock = "";
 let head = 0; // the head shown when a per-head step is opened
 let walksDone = 0;
 let lessonsByKind = new Map(); // a step's kind ("attn.pattern") -> the lessons that link to it
+let token = ""; // the workshop's token, for links that open in a fresh browser
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
 const stageTensors = new Map(); // pass input + "\n" + name -> Promise of /api/stage's answer
 // teaching mode: the walk revealed step by step, the block being revealed open
@@ -119,6 +120,8 @@ function drawWalk() {
     reveal.apply(panels.walk);
     // the answer (and generating one) waits for the last step
     for (const id of ["prediction-panel", "generate-panel", "lens-panel", "compare-panel", "explain-panel"]) $(id).hidden = !reveal.done();
+    // which words look at which: once the first attention weights are out
+    $("lines-panel").hidden = !reveal.reached((id) => id.endsWith("attn.pattern"));
   }
 }
 
@@ -356,7 +359,7 @@ async function loadLessons() {
 async function start() {
   document.body.dataset.level = settings.level;
   try {
-    models = await fetchModels();
+    ({ models, token } = await fetchModels());
   } catch (error) {
     showMessage(error.message);
     setState("error", "");
@@ -374,6 +377,19 @@ async function start() {
   await run({ push: false }); // the link opened is the entry already
   if (notice && message.hidden) showMessage(notice);
 }
+
+// "Teach this": the same walk in teaching mode, its link (token included: it opens in the
+// class's fresh browsers) copied for the teacher to share
+$("teach").addEventListener("click", async () => {
+  const link = new URL(`./${queryString({ ...settings, lock: true })}`, window.location.href);
+  link.searchParams.set("token", token);
+  try {
+    await navigator.clipboard.writeText(link.href);
+  } catch {
+    // no clipboard here (an insecure context, a denied permission): the address bar has the link
+  }
+  window.location.href = link.href;
+});
 
 // Back and Forward: the entry's settings, run again (not pushed: the entry is there)
 window.addEventListener("popstate", () => {

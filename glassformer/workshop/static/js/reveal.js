@@ -1,44 +1,80 @@
-// Teaching mode's step-by-step reveal (?lock=1): the walk shows its first step, and "Next
-// step" (or the right-arrow key) shows the next one, "Previous" (left arrow) hides the last.
-// It only hides what the walk already drew; main.js opens the block the reveal is in and
-// shows the prediction once the last step is out.
+// Teaching mode's step-by-step reveal (?lock=1): the walk shows its first step, and the
+// presenter moves through it: → / Space / Page Down next, ← / Page Up back, Home / End the
+// first and last step, a number key the first step of that block, or the "jump to" list
+// (the embeddings, each block, the output). The current step is marked aria-current="step"
+// and scrolled into view. It only hides what the walk already drew; main.js opens the block
+// the reveal is in and keeps every other panel back until its step is out.
 
 import { el } from "./dom.js";
 
+const NEXT_KEYS = ["ArrowRight", " ", "PageDown"];
+const BACK_KEYS = ["ArrowLeft", "PageUp"];
+
 /**
  * bar: the element that holds the buttons and the counter. onChange(): called after a step
- * is shown or hidden. Returns {setStages(stages), apply(walk), lastShown(), done()}.
+ * is shown or hidden. Returns {setStages(stages), apply(walk), lastShown(), done(), reached(test)}.
  */
 export function createReveal(bar, onChange) {
   let ids = [];
   let groupOf = new Map();
   let shown = 1;
-  const previous = el("button", { type: "button", class: "reveal-previous", onclick: () => step(-1) }, "← Previous");
-  const next = el("button", { type: "button", class: "reveal-next", onclick: () => step(1) }, "Next step →");
+  let marked = ""; // the step last marked current (scrolled to once, not at every redraw)
+  const previous = el("button", { type: "button", class: "reveal-previous", onclick: () => go(shown - 1) }, "← Previous");
+  const next = el("button", { type: "button", class: "reveal-next", onclick: () => go(shown + 1) }, "Next step →");
   const counter = el("span", { class: "reveal-count", role: "status" });
-  bar.replaceChildren(previous, counter, next);
+  const jump = el("select", { class: "reveal-jump", "aria-label": "jump to", onchange: () => jumpTo(jump.value) });
+  bar.replaceChildren(previous, counter, next, el("label", { class: "reveal-jump-label" }, "jump to ", jump));
   bar.hidden = false;
+
+  /** The walk's parts in order: [{group, first: index of its first step}]. */
+  function parts() {
+    const seen = new Map();
+    ids.forEach((id, i) => {
+      const group = groupOf.get(id) ?? id;
+      if (!seen.has(group)) seen.set(group, i);
+    });
+    return [...seen].map(([group, first]) => ({ group, first }));
+  }
 
   function update() {
     counter.textContent = `step ${shown} of ${ids.length}`;
     previous.disabled = shown <= 1;
     next.disabled = shown >= ids.length;
+    const options = parts().map(({ group, first }) => el("option", { value: String(first) }, label(group)));
+    jump.replaceChildren(el("option", { value: "" }, "—"), ...options);
+    jump.value = "";
   }
 
-  function step(by) {
+  /** Show steps 1..to (clamped). */
+  function go(to) {
     if (!ids.length) return; // no walk yet
-    const to = Math.min(Math.max(shown + by, 1), ids.length);
+    to = Math.min(Math.max(to, 1), ids.length);
     if (to === shown) return;
     shown = to;
     update();
     onChange();
   }
 
+  function jumpTo(first) {
+    if (first !== "") go(Number(first) + 1);
+  }
+
+  /** The first step of block ``n`` (of the input stack: an encoder-decoder's encoder). */
+  function jumpToBlock(n) {
+    const part = parts().find(({ group }) => /(^|\.)blocks\.(\d+)$/.exec(group)?.[2] === String(n));
+    if (part) go(part.first + 1);
+  }
+
   document.addEventListener("keydown", (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    if (event.target.closest?.("input, textarea, select, [contenteditable]")) return; // arrows move a radio or a caret
-    if (event.key === "ArrowRight") step(1);
-    else if (event.key === "ArrowLeft") step(-1);
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const target = event.target;
+    if (target.closest?.("input, textarea, select, [contenteditable]")) return; // keys there are the field's
+    if (event.key === " " && target.closest?.("button, summary, a")) return; // Space presses what has focus
+    if (NEXT_KEYS.includes(event.key) && !event.shiftKey) go(shown + 1);
+    else if (BACK_KEYS.includes(event.key) || (event.key === " " && event.shiftKey)) go(shown - 1);
+    else if (event.key === "Home") go(1);
+    else if (event.key === "End") go(ids.length);
+    else if (/^[0-9]$/.test(event.key)) jumpToBlock(Number(event.key));
     else return;
     event.preventDefault();
   });
@@ -53,16 +89,24 @@ export function createReveal(bar, onChange) {
       shown = Math.min(shown, ids.length);
       update();
     },
-    /** Hide every step of the drawn walk past the reveal, and the blocks and boxes left empty. */
+    /** Hide every step of the drawn walk past the reveal, and the blocks and boxes left empty;
+     * mark the current step and bring it into view when it changed. */
     apply(walk) {
       const out = new Set(ids.slice(0, shown));
       const reached = new Set([...out].map((id) => groupOf.get(id)));
-      for (const step of walk.querySelectorAll(".step")) step.hidden = !out.has(step.dataset.stage);
+      for (const step of walk.querySelectorAll(".step")) {
+        step.hidden = !out.has(step.dataset.stage);
+        if (step.dataset.stage === ids[shown - 1]) step.setAttribute("aria-current", "step");
+        else step.removeAttribute("aria-current");
+      }
       for (const line of walk.querySelectorAll(".block-line")) line.hidden = !reached.has(line.dataset.group);
       for (const group of walk.querySelectorAll(".group")) group.hidden = !group.querySelector(".step:not([hidden])");
       for (const stack of walk.querySelectorAll(".stack")) {
         stack.hidden = !stack.querySelector(".group:not([hidden]), .block-line:not([hidden])");
       }
+      const current = walk.querySelector('.step[aria-current="step"]');
+      if (current && ids[shown - 1] !== marked) current.scrollIntoView({ block: "center" });
+      marked = ids[shown - 1];
     },
     /** The id of the last step shown. */
     lastShown() {
@@ -72,5 +116,20 @@ export function createReveal(bar, onChange) {
     done() {
       return shown >= ids.length;
     },
+    /** Whether a step ``test(id)`` holds for is out already. */
+    reached(test) {
+      return ids.slice(0, shown).some(test);
+    },
   };
+}
+
+const PART_NAMES = { input: "the tokens", embed: "embeddings", final: "final norm", output: "the output" };
+
+/** A part's name in the jump list: "embeddings", "block 3", "decoder block 0", "the output". */
+function label(group) {
+  const block = /^(?:(\w+)\.)?blocks\.(\d+)$/.exec(group);
+  if (block) return `${block[1] ? `${block[1]} ` : ""}block ${block[2]}`;
+  if (group === "encoder" || group === "decoder") return `${group} embeddings`;
+  const [stack, part] = group.includes(".") ? group.split(".") : ["", group];
+  return `${stack ? `${stack} ` : ""}${PART_NAMES[part] ?? part}`;
 }
