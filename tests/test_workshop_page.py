@@ -618,3 +618,24 @@ def test_teach_this_opens_the_walk_in_teaching_mode(workshop):
     assert page.locator("#lock-badge").is_visible() and page.locator(".reveal-count").is_visible()
     assert not page.locator("#teach").is_visible()
     workshop.close()
+
+
+def test_the_keyboard_opens_and_closes_steps_and_keeps_its_place(workshop):
+    """Enter opens a step and focus stays on it (it once fell to the page's body); Escape
+    closes it, focus still there; a block opened from the keyboard takes the focus in."""
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page = workshop.page
+    head = '[data-stage="blocks.0.attn.pattern"] > .step-head'
+    page.focus(head)
+    page.keyboard.press("Enter")
+    page.wait_for_selector('[data-stage="blocks.0.attn.pattern"] .detail-body', state="attached")
+    focused = "document.activeElement.closest('.step')?.dataset.stage ?? document.activeElement.tagName"
+    assert page.evaluate(focused) == "blocks.0.attn.pattern"
+    assert workshop.query()["stage"] == "blocks.0.attn.pattern"
+    page.keyboard.press("Escape")
+    assert page.locator('[data-stage="blocks.0.attn.pattern"] .detail-body').count() == 0
+    assert page.evaluate(focused) == "blocks.0.attn.pattern" and "stage" not in workshop.query()
+    page.focus('.block-line[data-group="blocks.1"]')
+    page.keyboard.press("Enter")
+    assert page.evaluate(focused).startswith("blocks.1.")
+    workshop.close()

@@ -91,6 +91,32 @@ function modelInfo() {
 }
 
 // drawing ------------------------------------------------------------------------------
+/** Open step ``id`` (or close the open one: ""), and keep the keyboard's focus on its head:
+ * the walk is drawn again, and focus would fall to the page's body. */
+function selectStage(id) {
+  const toggled = id || settings.stage;
+  settings.stage = id;
+  if (id && parseStage(id).layer !== null) openBlock = groupOf(walk.payload.stages, id);
+  writeSettings(settings);
+  drawWalk();
+  panels.walk.querySelector(`.step[data-stage="${CSS.escape(toggled)}"] .step-head`)?.focus({ preventScroll: true });
+}
+
+// Escape closes what is open: an open <details> around the focus, else the step opened
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || event.target.closest?.("input, textarea, select")) return;
+  const details = event.target.closest?.("details[open]");
+  if (details) {
+    details.open = false;
+    details.querySelector("summary")?.focus();
+  } else if (settings.stage && walk) {
+    selectStage("");
+  } else {
+    return;
+  }
+  event.preventDefault();
+});
+
 function drawWalk() {
   renderWalk(panels.walk, {
     payload: walk.payload,
@@ -105,14 +131,11 @@ function drawWalk() {
       }
       writeSettings(settings);
       drawWalk();
-      panels.walk.querySelector(`.group[data-group="${CSS.escape(group)}"]`)?.scrollIntoView({ block: "nearest" });
+      const opened = panels.walk.querySelector(`.group[data-group="${CSS.escape(group)}"]`);
+      opened?.scrollIntoView({ block: "nearest" });
+      opened?.querySelector(".step-head")?.focus({ preventScroll: true }); // focus stays with the reader
     },
-    onSelect: (id) => {
-      settings.stage = id;
-      if (id && parseStage(id).layer !== null) openBlock = groupOf(walk.payload.stages, id);
-      writeSettings(settings);
-      drawWalk();
-    },
+    onSelect: (id) => selectStage(id),
     detailFor: (stage) =>
       stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage, lens: walk.lens }),
   });
