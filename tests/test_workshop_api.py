@@ -432,3 +432,21 @@ def test_the_logit_lens_is_the_library_s(client, models):
     t5 = client.post("/api/lens", json={"model": "t5", "text": TEXT, "decoder_text": "th"}).json()
     assert t5["layers"][0] == "decoder.embed.out"
     assert client.post("/api/lens", json={"model": "bert", "text": TEXT}).status_code == 200  # an MLM head
+
+
+def test_a_post_norm_step_is_named_for_what_it_computes(models):
+    """BERT's step after attention computes LayerNorm(x + out), and says so (it was titled
+    "residual add"); a pre-norm model's is the plain sum."""
+    bert, llama = models["bert"], models["llama"]
+    titles = {s["id"]: s["title"] for s in stages(bert.config)}
+    assert titles["blocks.0.resid_mid"] == "residual add, then LayerNorm: LayerNorm(x + out)"
+    assert titles["blocks.0.resid_post"] == "residual add, then LayerNorm: LayerNorm(x + out)"
+    assert {s["id"]: s["title"] for s in stages(llama.config)}[
+        "blocks.0.resid_mid"
+    ] == "residual add: x + out"
+    names = ["blocks.0.attn.in", "blocks.0.attn.out", "blocks.0.resid_mid"]
+    trace = bert.trace(TEXT, names)
+    norm = bert.net.stack.blocks[0].attn_norm
+    with torch.no_grad():
+        computed = norm(trace["blocks.0.attn.in"] + trace["blocks.0.attn.out"])
+    torch.testing.assert_close(trace["blocks.0.resid_mid"], computed)

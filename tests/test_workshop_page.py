@@ -340,6 +340,7 @@ def test_encoder_and_encoder_decoder_draw_their_own_stages(workshop, models):
     assert_walk_drawn(workshop, models["encoder"])
     assert page.locator(".pred-step").count() == 0
     assert "encoder" in page.locator(".no-prediction").inner_text()
+    assert page.inner_text("#prediction-title") == "What an encoder predicts"  # not "The next token"
     assert sampling_disabled(workshop)
     assert page.locator('[data-stage="blocks.0.attn.mask"]').count() == 0  # bidirectional: no mask step
     workshop.shot("encoder")

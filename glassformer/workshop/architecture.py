@@ -197,11 +197,13 @@ def _norm(config: ModelConfig) -> str:
 
 def _block_stages(config: ModelConfig, block: str, stack: dict[str, Any]) -> list[dict[str, Any]]:
     norm, pre = _norm(config), config.norm_placement == "pre"
+    # a post-norm block normalizes each sum: the step is named for what it computes
+    add = "residual add: x + out" if pre else f"residual add, then {norm}: {norm}(x + out)"
     out = _attention_stages(config, block, "attn", "self-attention", stack["causal"], pre, norm)
-    out.append(_stage(f"{block}.resid_mid", block, "residual add", f"{block}.resid_mid", "t d"))
+    out.append(_stage(f"{block}.resid_mid", block, add, f"{block}.resid_mid", "t d"))
     if stack["cross"]:
         out += _attention_stages(config, block, "cross_attn", "cross-attention", False, pre, norm)
-        out.append(_stage(f"{block}.resid_cross", block, "residual add", f"{block}.resid_cross", "t d"))
+        out.append(_stage(f"{block}.resid_cross", block, add, f"{block}.resid_cross", "t d"))
     ffn = f"{block}.ffn"
     hidden = f"x W_gate (the gate, {config.activation})" if config.gated else "x W_up"
     act = f"{config.activation}(x W_gate) * x W_up" if config.gated else f"{config.activation}(x W_up)"
@@ -219,7 +221,7 @@ def _block_stages(config: ModelConfig, block: str, stack: dict[str, Any]) -> lis
         _stage(
             f"{block}.resid_post",
             block,
-            "residual add" if pre else f"residual add, then {norm}",
+            "residual add: x + out" if pre else f"residual add, then {norm}: {norm}(x + out)",
             f"{block}.resid_post",
             "t d",
         ),

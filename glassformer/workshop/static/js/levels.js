@@ -100,15 +100,17 @@ const EXPLAIN = {
     "The scores become weights that add up to 1 for each token: how much it looks at each other token.",
   "attn.z": () => "Each token collects the values of the tokens it looks at, mixed by those weights.",
   "attn.out": () => "The results of the attention heads are combined back into one vector per token.",
-  resid_mid: () => "Attention's result is added to the stream: the token's vector now carries context.",
-  resid_cross: () => "What the decoder read from the encoder is added to the stream.",
+  resid_mid: ({ arch }) =>
+    "Attention's result is added to the stream: the token's vector now carries context." + thenNormalized(arch),
+  resid_cross: ({ arch }) => "What the decoder read from the encoder is added to the stream." + thenNormalized(arch),
   "ffn.in": ({ arch }) =>
     (arch.placement === "pre" ? `The vectors are ${NORM_WORDS}, then ` : "Now ") +
     "each token is processed on its own by a small neural network: the feed-forward layer.",
   "ffn.hidden": () => "The vector is stretched into a much longer one…",
   "ffn.act": () => "…a non-linear function switches parts of it on and off…",
   "ffn.out": () => "…and it is squeezed back to the stream's size.",
-  resid_post: () => "The feed-forward result is added to the stream. The block is done; the next block repeats it.",
+  resid_post: ({ arch }) =>
+    `The feed-forward result is added to the stream.${thenNormalized(arch)} The block is done; the next block repeats it.`,
   final_norm: () => "After the last block, the vectors are normalized one last time.",
   logits: ({ arch }) =>
     arch.family === "encoder"
@@ -121,6 +123,11 @@ const EXPLAIN = {
   "classifier.logits": ({ arch }) =>
     `That vector gets one score per label (${arch.classifier.classes.join(", ")}); the softmax turns the scores into probabilities.`,
 };
+
+// A post-norm block (the original Transformer, BERT) normalizes each sum it makes.
+const addTitle = (arch) => (arch.placement === "pre" ? "add to the stream" : "add to the stream, then normalize");
+const thenNormalized = (arch) =>
+  arch.placement === "pre" ? "" : ` Then the sum is ${NORM_WORDS}: this model normalizes after each addition (post-norm).`;
 
 // Step names without symbols, for beginners (the server's titles carry the maths).
 const PLAIN_TITLES = {
@@ -138,13 +145,13 @@ const PLAIN_TITLES = {
   "attn.pattern": () => "attention weights: who looks at whom",
   "attn.z": () => "mix the values by those weights",
   "attn.out": () => "combine the heads",
-  resid_mid: () => "add to the stream",
-  resid_cross: () => "add to the stream",
+  resid_mid: ({ arch }) => addTitle(arch),
+  resid_cross: ({ arch }) => addTitle(arch),
   "ffn.in": ({ arch }) => (arch.placement === "pre" ? "normalize, then the feed-forward layer" : "into the feed-forward layer"),
   "ffn.hidden": () => "stretch each vector",
   "ffn.act": () => "switch parts on and off",
   "ffn.out": () => "squeeze it back",
-  resid_post: () => "add to the stream",
+  resid_post: ({ arch }) => addTitle(arch),
   final_norm: () => "normalize one last time",
   logits: () => "score every token in the vocabulary",
   "classifier.pooled": () => "one vector for the whole text",

@@ -18,6 +18,15 @@ const PLAIN_TITLES = {
   top_p: (s) => `Only the likeliest tokens that add up to ${percent(s.top_p, 0)} kept`,
 };
 
+/** What the panel answers: a classifier's label, a generator's next token, or what an
+ * encoder gives instead (a vector per token; words for its masked positions). */
+function panelTitle(payload) {
+  if (payload.classification) return "The label";
+  if (payload.prediction) return "The next token";
+  const hasHead = payload.stages.some((s) => s.id === "logits");
+  return hasHead ? "What an encoder predicts" : "What a sentence encoder gives";
+}
+
 function noPrediction(payload) {
   const family = payload.architecture.family;
   const hasHead = payload.stages.some((s) => s.id === "logits");
@@ -112,7 +121,7 @@ function classificationView(classification, level) {
 export function renderPrediction(container, payload, level, onTake = null) {
   const prediction = payload.prediction;
   const heading = container.parentElement?.querySelector("h2");
-  if (heading) heading.textContent = payload.classification ? "The label" : "The next token";
+  if (heading) heading.textContent = panelTitle(payload);
   if (payload.classification) {
     container.replaceChildren(...classificationView(payload.classification, level));
     container.dataset.temperature = "";
