@@ -40,6 +40,7 @@ import torch
 
 from glassformer.config import ModelConfig
 from glassformer.models import EncoderDecoderLM, EncoderModel, TransformerModel
+from glassformer.tokenizers.readable import character_groups
 
 TokenInput = str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor
 
@@ -146,6 +147,15 @@ class ModelInputs:
         if self.tokenizer is None:
             return [str(int(i)) for i in row]
         return [self.tokenizer.id_to_token(int(i)) for i in row]
+
+    def character_groups(self, ids: torch.Tensor) -> list[dict[str, Any]]:
+        """The runs of tokens of the first row whose bytes together make characters that none of
+        them holds whole (an emoji or a Chinese character a byte-level BPE cut between tokens):
+        ``[{"first", "last", "text"}]`` (`glassformer.tokenizers.readable.character_groups`)."""
+        row = ids[0].tolist() if isinstance(ids, torch.Tensor) and ids.dim() == 2 else list(ids)
+        if self.tokenizer is None:
+            return []
+        return character_groups([self.tokenizer.token_bytes(int(i)) for i in row])
 
     def _encode(self, text: str, name: str) -> list[int]:
         if self.tokenizer is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import re
 import unicodedata
 import warnings
 from pathlib import Path
@@ -17,7 +18,6 @@ from hypothesis import strategies as st
 from glassformer.tokenizers.bpe import ByteBPE
 from glassformer.tokenizers.bpe_merge import PARTS_RECORDED, SINGLE_BYTES, merge_with_heap
 from glassformer.tokenizers.bpe_train import merge_pair, train_bpe, train_bpe_naive
-from glassformer.tokenizers.byte_unicode import unicode_to_bytes
 from glassformer.tokenizers.pretokenize import pretokenize, split
 from tests.reference import gpt2_files, js_tiktoken_ranks, require, tiktoken_encoding
 
@@ -217,7 +217,7 @@ def test_decode_errors_and_replacement():
     assert (
         tok.decode(half) == "\ufffd" and tok.decode_bytes(half) == "😀".encode()[: len(tok.decoder[half[0]])]
     )
-    assert tok.id_to_token(464) == "The" and tok.id_to_token(half[0]) == "ðŁĺ"
+    assert tok.id_to_token(464) == "The" and tok.id_to_token(half[0]) == "⟨F0 9F 98⟩"  # never "ðŁĺ"
 
 
 def test_constructor_and_pattern_errors():
@@ -299,7 +299,7 @@ def test_offsets_cover_text_and_slice_to_tokens(name):
 
 def test_offsets_of_a_split_character_overlap():
     tok = gpt2()
-    assert tok.tokens("a 🤖") == ["a", "ĠðŁ", "¤", "ĸ"]  # b" \xf0", b"\x9f\xa4", b"\x96"
+    assert tok.tokens("a 🤖") == ["a", " ⟨F0 9F⟩", "⟨A4⟩", "⟨96⟩"]  # b" \xf0\x9f", b"\xa4", b"\x96"
     assert tok.offsets("a 🤖") == [(0, 1), (1, 3), (2, 3), (2, 3)]  # " 🤖", "🤖", "🤖"
 
 
@@ -310,19 +310,21 @@ def test_explain_steps_reproduce_the_ids(name):
     for text in [*CORPUS, *SPECIAL_TEXTS[:1], long_piece]:
         explained = json.loads(json.dumps(tok.explain(text, allowed_special="all")))
         for entry in explained:
-            parts = entry["parts"]
+            parts = [readable_to_bytes(part) for part in entry["parts"]]
             for step in entry["steps"]:
-                width = len(step["merge"])  # 2, or all parts for a whole-piece lookup
-                starts = [sum(map(len, parts[:i])) for i in range(len(parts))]  # one character a byte
+                merged = [readable_to_bytes(part) for part in step["merge"]]
+                width = len(merged)  # 2, or all parts for a whole-piece lookup
+                starts = [sum(map(len, parts[:i])) for i in range(len(parts))]  # byte offsets
                 i = starts.index(step["at"])
-                assert parts[i : i + width] == step["merge"]
-                parts = parts[:i] + ["".join(step["merge"])] + parts[i + width :]
-                assert parts == step.get("parts", parts)
+                assert parts[i : i + width] == merged
+                parts = parts[:i] + [b"".join(merged)] + parts[i + width :]
+                if "parts" in step:
+                    assert parts == [readable_to_bytes(part) for part in step["parts"]]
                 assert ("parts" in step) == (len(entry["parts"]) <= PARTS_RECORDED)
-                rank = tok.vocab[unicode_to_bytes(parts[i])] if tok.merges is None else step["rank"]
+                rank = tok.vocab[parts[i]] if tok.merges is None else step["rank"]
                 assert step["rank"] == rank
             if not entry["special"]:
-                assert [tok.vocab[unicode_to_bytes(part)] for part in parts] == entry["ids"]
+                assert [tok.vocab[part] for part in parts] == entry["ids"]
             assert text[entry["start"] : entry["end"]] == entry["text"]
         assert [i for entry in explained for i in entry["ids"]] == tok.encode(text, allowed_special="all")
 
@@ -392,3 +394,23 @@ def test_an_explanation_grows_linearly_with_the_text():
 
     short, long = size("🌊⛵" * 500), size("🌊⛵" * 1000)
     assert long < 2.2 * short
+
+
+def readable_to_bytes(text: str) -> bytes:
+    """The bytes a readable spelling stands for (`readable.readable_bytes` read back)."""
+    out = bytearray()
+    for i, chunk in enumerate(re.split("[\u27e8\u27e9]", text)):
+        out += bytes.fromhex(chunk) if i % 2 else chunk.encode()
+    return bytes(out)
+
+
+def test_no_token_is_spelled_with_the_byte_map():
+    """Chinese, Arabic, Hindi and emoji, cut into bytes: every token and every explained part
+    is its characters or ⟨hex⟩ bytes, never GPT-2's byte-to-unicode stand-ins."""
+    tok = gpt2()
+    for text in ("水手望着大海", "البحار ينظر إلى البحر", "नाविक समुद्र को देखता है", "The sailor 🌊⛵ looked"):
+        labels = tok.tokens(text)
+        assert b"".join(readable_to_bytes(label) for label in labels) == text.encode()
+        assert not any(c in label for label in labels for c in "ĠðŁÃĬ")
+        parts = [p for entry in tok.explain(text) for p in entry["parts"]]
+        assert b"".join(readable_to_bytes(p) for p in parts) == text.encode()

@@ -73,6 +73,11 @@ class Tokenizer(ABC):
     def id_to_token(self, token_id: int) -> str:
         """A readable string for one token id (what `tokens` lists)."""
 
+    def token_bytes(self, token_id: int) -> bytes | None:
+        """The bytes a token stands for, for a byte-level tokenizer; None for one whose tokens
+        are characters or words (its `id_to_token` is then the token's text)."""
+        return None
+
     @abstractmethod
     def offsets(self, text: str, **options: Any) -> list[tuple[int, int]]:
         """(start, end) character offsets in ``text`` of each token of ``encode(text)``."""

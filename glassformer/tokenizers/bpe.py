@@ -49,6 +49,7 @@ from glassformer.tokenizers.byte_unicode import (
     unicode_to_bytes,
 )
 from glassformer.tokenizers.pretokenize import PATTERNS, check_covers, compile_pattern, pattern_name, split
+from glassformer.tokenizers.readable import readable_bytes
 from glassformer.tokenizers.special import SpecialOption, resolve_special, split_special
 
 
@@ -206,17 +207,18 @@ class ByteBPE(Tokenizer):
         return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     def id_to_token(self, token_id: int) -> str:
-        """The token as text if its bytes are valid UTF-8 (" cat"), else in GPT-2's byte-to-unicode
-        form, one character per byte (half of "é", b"\\xc3", shows as "Ã")."""
+        """The token as a reader sees it: its characters (" cat"), and a byte of a character it
+        does not hold whole as hex (half of "é", b"\\xc3", shows as "⟨C3⟩";
+        `glassformer.tokenizers.readable`)."""
+        return readable_bytes(self.token_bytes(token_id))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes token ``token_id`` stands for (a special token: its text's)."""
         if token_id not in self.decoder:
             raise ValueError(
                 f"unknown token id {token_id!r}: this tokenizer's ids are 0..{self.vocab_size - 1}"
             )
-        data = self.decoder[token_id]
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return bytes_to_unicode(data)
+        return self.decoder[token_id]
 
     def _pieces(self, text: str, allowed_special: SpecialOption, disallowed_special: SpecialOption):
         """(start, piece, is_special) for every special token and pre-token of ``text``."""
@@ -271,8 +273,9 @@ class ByteBPE(Tokenizer):
     ) -> list[dict[str, Any]]:
         """How each pre-token was merged, as JSON-able dicts (the data of the BPE lessons).
 
-        Parts are written in GPT-2's byte-to-unicode form (one character per byte, a space is
-        "Ġ"), so half a UTF-8 character is still printable. ``rank`` is the pair's priority.
+        Parts are written as a reader sees them (`readable.readable_bytes`): their characters,
+        and a byte of a character a part does not hold whole as hex ("⟨F0 9F⟩"). ``rank`` is
+        the pair's priority.
 
         >>> tok = ByteBPE({bytes([b]): b for b in range(256)} | {b"ab": 256})
         >>> tok.explain("ab")[0]["steps"]
@@ -293,11 +296,11 @@ class ByteBPE(Tokenizer):
                 )
                 parts = [data]
             for step in steps:
-                step["merge"] = [bytes_to_unicode(p) for p in step["merge"]]
+                step["merge"] = [readable_bytes(p) for p in step["merge"]]
                 if "parts" in step:  # short pieces only (`bpe_merge.PARTS_RECORDED`)
-                    step["parts"] = [bytes_to_unicode(p) for p in step["parts"]]
+                    step["parts"] = [readable_bytes(p) for p in step["parts"]]
             ids = [self.vocab[part] for part in parts]
-            out.append(entry | {"parts": [bytes_to_unicode(p) for p in initial], "steps": steps, "ids": ids})
+            out.append(entry | {"parts": [readable_bytes(p) for p in initial], "steps": steps, "ids": ids})
         return out
 
     # --- files ----------------------------------------------------------------------------

@@ -11,6 +11,9 @@ gives one stage's whole tensor when the page expands it. Then the prediction
 Payload (version 1)::
 
     {"version": 1, "model": str, "tokens": [{"id", "text"}], "decoder_tokens": [...] | null,
+     "characters": [{"first", "last", "text"}]: runs of tokens whose bytes together make the
+     characters "text" (a byte-level token holding part of one), "decoder_characters": [...],
+     "read": the text the generating stack reads, decoded (real characters, not token labels),
      "architecture": architecture.summary(config), "stages": [stage + "value"],
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
      "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
@@ -73,6 +76,9 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         "model": name,
         "tokens": _tokens(inputs, ids),
         "decoder_tokens": None if decoder_ids is None else _tokens(inputs, decoder_ids),
+        "characters": inputs.character_groups(ids),
+        "read": _read_text(lm, ids if decoder_ids is None else decoder_ids),
+        "decoder_characters": [] if decoder_ids is None else inputs.character_groups(decoder_ids),
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
         "prediction": None
@@ -101,6 +107,11 @@ def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
         "name": trace_name,
         "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
     }
+
+
+def _read_text(lm, ids: torch.Tensor) -> str:
+    """The text of ``ids`` as characters (a character cut at the end shows as U+FFFD)."""
+    return "" if lm.tokenizer is None else lm.tokenizer.decode(ids[0].tolist())
 
 
 def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:

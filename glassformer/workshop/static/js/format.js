@@ -10,6 +10,11 @@ const VISIBLE = [
 
 export function tokenText(text) {
   if (text === "") return "\u2205"; // ∅ an empty spelling
+  // a run of bytes, ⟨F0 9F⟩, keeps its plain spaces: they separate bytes, they are no text
+  return text.split(/(\u27e8[^\u27e9]*\u27e9)/).map((part, i) => (i % 2 ? part : visible(part))).join("");
+}
+
+function visible(text) {
   let shown = text;
   for (const [pattern, mark] of VISIBLE) shown = shown.replace(pattern, mark);
   return shown;

@@ -37,7 +37,7 @@ export function renderInterventions(node, payload, state, onChange) {
   const factorField = el("label", { class: "iv-factor-field" }, "× ", factor);
   const patchText = el("input", {
     type: "text",
-    value: state.patch_text || payload.tokens.map((t) => t.text).join(""),
+    value: state.patch_text || (payload.decoder_tokens ? payload.tokens.map((t) => t.text).join("") : payload.read),
     spellcheck: "false",
     "aria-label": "second prompt",
     class: "iv-patch-text",

@@ -83,7 +83,7 @@ function chosenView(prediction, payload, level) {
   const tokens = payload.decoder_tokens ?? payload.tokens;
   const context = level === "beginner"
     ? el("p", { class: "continuation" },
-      el("span", { class: "continuation-text" }, tokens.map((t) => t.text).join("")),
+      el("span", { class: "continuation-text" }, payload.read ?? tokens.map((t) => t.text).join("")),
       el("mark", { class: "continuation-next" }, token.text))
     : null;
   return el(

@@ -14,11 +14,11 @@ function steps(kind, piece) {
   if (kind === "bpe") {
     if (piece.special) return [el("li", {}, "a special token, kept whole")];
     return [
-      el("li", { class: "tk-start" }, "bytes: ", piece.parts.map((p) => el("code", {}, p))),
+      el("li", { class: "tk-start" }, "bytes: ", piece.parts.map((p) => el("code", {}, tokenText(p)))),
       ...piece.steps.map((s) => el("li", { class: "tk-merge", dataset: { rank: s.rank } },
-        "merge ", el("code", {}, s.merge.join(" + ")), ` (rank ${s.rank}) → `,
+        "merge ", el("code", {}, s.merge.map(tokenText).join(" + ")), ` (rank ${s.rank}) → `,
         // a long piece's steps name where the merge happened instead of listing every part
-        s.parts ? s.parts.map((p) => el("code", {}, p)) : `one part at byte ${s.at}`)),
+        s.parts ? s.parts.map((p) => el("code", {}, tokenText(p))) : `one part at byte ${s.at}`)),
     ];
   }
   if (kind === "wordpiece") {
@@ -50,7 +50,7 @@ export function tokenizationDetails(load) {
       const pieces = answer.pieces.slice(0, SHOWN_PIECES);
       const more = answer.pieces.length - pieces.length;
       body.replaceChildren(
-        answer.kind === "bpe" ? el("p", { class: "hint" }, "Bytes are written as GPT-2 prints them: Ġ is a space, Ċ a newline. A lower rank merges first.") : "",
+        answer.kind === "bpe" ? el("p", { class: "hint" }, "Each part is shown as its characters (␣ a space, ↵ a newline); a byte that is only part of a character shows as hex, ⟨F0 9F⟩. A lower rank merges first.") : "",
         el("ol", { class: "tk-pieces" }, pieces.map((p) => pieceRow(answer.kind, p))),
         more > 0 || answer.cut ? el("p", { class: "hint" }, `… and ${more > 0 ? more : "more"} pieces not drawn.`) : "",
       );

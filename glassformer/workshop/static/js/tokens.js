@@ -29,18 +29,31 @@ export function chip(token, position, showId = false) {
 }
 
 /** A row of chips with an optional label ("decoder input"); the last `generated` chips are
- * tokens a generation appended (a timeline step), outlined. */
-export function tokenRow(tokens, { showId = false, label = "", generated = 0 } = {}) {
+ * tokens a generation appended (a timeline step), outlined. `characters`: runs of tokens
+ * whose bytes together make characters none holds whole ([{first, last, text}]): their chips
+ * are held together under the characters they make, so "⟨F0 9F⟩ ⟨8C 8A⟩" reads as 🌊. */
+export function tokenRow(tokens, { showId = false, label = "", generated = 0, characters = [] } = {}) {
   const first = tokens.length - generated;
+  const chips = tokens.map((token, i) => {
+    const node = chip(token, i, showId);
+    if (i >= first) node.classList.add("chip-generated");
+    return node;
+  });
+  const row = [];
+  let next = 0;
+  for (const group of characters) {
+    row.push(...chips.slice(next, group.first));
+    row.push(el("span", { class: "char-group", title: `these tokens' bytes together make ${group.text}`, dataset: { text: group.text } },
+      el("span", { class: "char-group-chips" }, chips.slice(group.first, group.last + 1)),
+      el("span", { class: "char-group-text" }, group.text)));
+    next = group.last + 1;
+  }
+  row.push(...chips.slice(next));
   return el(
     "div",
     { class: "token-row" },
     label ? el("span", { class: "token-row-label" }, label) : null,
-    el("div", { class: "chips" }, tokens.map((token, i) => {
-      const node = chip(token, i, showId);
-      if (i >= first) node.classList.add("chip-generated");
-      return node;
-    })),
+    el("div", { class: "chips" }, row),
   );
 }
 
@@ -56,8 +69,12 @@ export function renderTokens(container, payload, level, explain) {
   const generated = payload.generated;
   rows.push(el("p", { class: "hint" }, intro, generated ? ` The last ${generated} (outlined) were generated: this is the forward pass of generation step ${generated}.` : ""));
   const seq2seq = Boolean(payload.decoder_tokens);
-  rows.push(tokenRow(payload.tokens, { showId, label: seq2seq ? "encoder input" : "", generated: seq2seq ? 0 : generated }));
-  if (seq2seq) rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input", generated }));
+  const characters = payload.characters ?? [];
+  rows.push(tokenRow(payload.tokens, { showId, label: seq2seq ? "encoder input" : "", generated: seq2seq ? 0 : generated, characters }));
+  if (seq2seq) rows.push(tokenRow(payload.decoder_tokens, { showId, label: "decoder input", generated, characters: payload.decoder_characters ?? [] }));
+  if (characters.length) {
+    rows.push(el("p", { class: "hint" }, "A token in ⟨ ⟩ holds bytes, not a whole character: this tokenizer cuts text into bytes, and some characters take several tokens. Those tokens are held together under the character they make."));
+  }
   if (level !== "beginner") rows.push(tokenizationDetails(explain));
   container.replaceChildren(...rows);
 }
