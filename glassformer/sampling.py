@@ -30,6 +30,9 @@ EARLY_STOPPING = (False, True, "never")
 SAMPLING_DEFAULTS = {"temperature": 0.8, "top_p": 0.95}
 
 
+MIN_TEMPERATURE = 1e-6  # the smallest T sampling divides by (fuzzing found 2.2e-311: inf scores)
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """How to choose new tokens.
@@ -75,6 +78,11 @@ class GenerationSettings:
             )
         if not self.temperature >= 0:  # also rejects NaN
             raise ValueError(f"temperature={self.temperature} must be >= 0 (0 means greedy decoding)")
+        if 0 < self.temperature < MIN_TEMPERATURE:  # scores / T would overflow to inf, softmax to NaN
+            raise ValueError(
+                f"temperature={self.temperature:g} is too small to divide the scores by; use 0 for greedy "
+                f"decoding (its limit) or at least {MIN_TEMPERATURE:g}"
+            )
         if self.top_k is not None:
             _check_int("top_k", self.top_k, low=1, extra=" or None (no top-k filter)")
         if self.top_p is not None and not 0 < self.top_p <= 1:

@@ -10,13 +10,16 @@ Two kinds of body per route, from hypothesis:
 * **anything JSON**: the route's field names with any values, nested, huge or odd.
 
 Decoder, encoder and encoder-decoder models are served, with the lab's runs under a temporary
-root. The test prints how many requests it sent and the status codes it saw.
+root. The test prints how many requests it sent and the status codes it saw. The requests are
+the same every run (a test suite must not fail by chance); ``GLASSFORMER_FUZZ_RANDOM=1``
+draws new ones, as a search for bugs (it found a temperature of 2.2e-311 answered 500).
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -167,6 +170,7 @@ def test_no_generated_request_gets_a_5xx(client, method, path, kind):
         max_examples=EXAMPLES * 2,
         deadline=None,
         database=None,
+        derandomize=not os.environ.get("GLASSFORMER_FUZZ_RANDOM"),  # CI: the same requests every run
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     @given(body=strategy)

@@ -299,3 +299,13 @@ def test_work_stops_when_its_page_leaves(runs):
         walk.request("POST", "/api/walk", json.dumps({"model": "tiny", "text": TEXT}), headers)
         assert walk.getresponse().status == 200 and time.monotonic() - started < 5
         walk.close()
+
+
+def test_a_temperature_too_small_to_divide_by_is_400(script):
+    """Found by the fuzz test: 2.2e-311 made every score inf, and the draw a 500."""
+    for route in ("/api/generate", "/api/walk"):
+        body = {"model": "tiny", "text": TEXT, "temperature": 2.225073858507e-311, "max_new_tokens": 1}
+        if route == "/api/walk":
+            del body["max_new_tokens"]
+        answer = script.post(route, json=body)
+        assert answer.status_code == 400 and "too small to divide the scores by" in answer.json()["error"]
