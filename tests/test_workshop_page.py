@@ -12,6 +12,7 @@ is set (`tests.screenshots.keep_screenshot`).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -640,4 +641,22 @@ def test_the_keyboard_opens_and_closes_steps_and_keeps_its_place(workshop):
     page.focus('.block-line[data-group="blocks.1"]')
     page.keyboard.press("Enter")
     assert page.evaluate(focused).startswith("blocks.1.")
+    workshop.close()
+
+
+def test_a_slow_walk_counts_its_seconds(workshop, models):
+    """A long input's pass takes seconds: the status says it is under way, not only "running…"."""
+    lm = models["tiny"]
+
+    def slow(x, name):  # 1.6 s for one forward pass
+        time.sleep(1.6)
+
+    workshop.open(model="tiny", text=TEXT)
+    page = workshop.page
+    with lm.net.hooks({"logits": slow}):
+        page.fill("#text", "the mat")
+        page.press("#text", "Enter")
+        page.wait_for_function("document.querySelector('#status').textContent.startsWith('running… 1 s')")
+        workshop.wait_walks(2)
+    assert "running" not in page.inner_text("#status")
     workshop.close()

@@ -68,9 +68,20 @@ function showMessage(text) {
   message.hidden = !text;
 }
 
+const SLOW_WALK_MS = 1000; // past this, the status counts the seconds a walk has taken
+let ticking = null; // the timer that counts them
+
 function setState(state, text) {
   document.body.dataset.state = state;
   status.textContent = text;
+  clearInterval(ticking);
+  ticking = null;
+  if (state !== "loading") return;
+  const started = performance.now(); // a long input's pass takes seconds: say it is under way
+  ticking = setInterval(() => {
+    const ms = performance.now() - started;
+    if (ms >= SLOW_WALK_MS) status.textContent = `${text} ${Math.floor(ms / 1000)} s`;
+  }, 250);
 }
 
 function loadStage(name) {
