@@ -11,7 +11,6 @@ from pathlib import Path
 from glassformer.commands.runs import RUNS_ROOT
 
 DEFAULT_MODELS = ("smollm2-135m-instruct", "minilm-l6")
-LOCAL = ("127.0.0.1", "localhost", "::1")
 EVERY_INTERFACE = ("0.0.0.0", "::", "")
 TOKEN_VARIABLE = "GLASSFORMER_TOKEN"
 GRACE_S = 2  # Ctrl-C: requests still running get this long, then they are stopped
@@ -82,6 +81,7 @@ def load_models(named: list[str], runs_root: Path = RUNS_ROOT) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from glassformer.workshop.attention_change import origin
+    from glassformer.workshop.guard import LOOPBACK
     from glassformer.workshop.server import create_app
 
     if not 0 < args.port < 65536:
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     models = load_models(args.models)
     token = checked_token(args.token if args.token is not None else os.environ.get(TOKEN_VARIABLE))
     hosts = served_hosts(args.host)
-    if args.host not in LOCAL:
+    if args.host not in LOOPBACK:
         print(exposure(args.host), file=sys.stderr)
     name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
     url = f"http://{f'[{name}]' if ':' in name else name}:{args.port}/?token={token}"
@@ -141,9 +141,11 @@ def checked_token(token: str | None) -> str:
 def served_hosts(host: str) -> tuple[str, ...] | None:
     """The Host names the server answers to: this machine's loopback names and the address it
     is bound to; None (any name) when bound to every interface, where only the token guards."""
+    from glassformer.workshop.guard import LOOPBACK
+
     if host in EVERY_INTERFACE:
         return None
-    return tuple(dict.fromkeys((*LOCAL, host)))
+    return tuple(dict.fromkeys((*LOOPBACK, host)))
 
 
 def exposure(host: str) -> str:

@@ -44,7 +44,7 @@ class WorkBudget:
 
     def __init__(self, what: str, seconds: float) -> None:
         self.what, self.seconds = what, seconds
-        self.deadline = time.monotonic() + seconds
+        self.deadline = float("inf")  # set when the work starts (`run`): time in the queue is free
         self._stop = threading.Event()
         self._reason, self._status = "", 503
 
@@ -67,7 +67,7 @@ class WorkBudget:
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` with this budget checked by every watched model it runs."""
-        self.deadline = time.monotonic() + self.seconds  # the time counts from the start, not the queue
+        self.deadline = time.monotonic() + self.seconds
         self.check()
         _running.budget = self
         try:

@@ -180,14 +180,12 @@ def create_app(
 
     async def walk(request: Request) -> JSONResponse:
         body = await read_request(request, WalkRequest)
-        lm = _model(models, body.model)
-        given = _pass_input(body, lm, "walk")
+        given = _pass_input(models, body, "walk")
         return await answer(run_model(request, "walk", payload.walk, given, _settings(body), body.model))
 
     async def stage(request: Request) -> JSONResponse:
         body = await read_request(request, StageRequest)
-        lm = _model(models, body.model)
-        given = _pass_input(body, lm, "stage")
+        given = _pass_input(models, body, "stage")
         return await answer(run_model(request, "stage", payload.stage, given, body.name))
 
     async def lens(request: Request) -> JSONResponse:
@@ -195,21 +193,19 @@ def create_app(
         lm = _model(models, body.model)
         if lm.config.family == "encoder" and not lm.config.mlm_head:
             raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
-        return await answer(run_model(request, "lens", lens_payload, _pass_input(body, lm, "lens")))
+        return await answer(run_model(request, "lens", lens_payload, _pass_input(models, body, "lens")))
 
     async def explain(request: Request) -> JSONResponse:
         body = await read_request(request, ExplainRequest)
-        lm = _readable(_model(models, body.model))
-        check_length(lm, body.model, "explain", body.text)
+        lm = _reader(models, body.model, "explain", body.text)
         explain_one = functools.partial(explain_prediction, keep_first=body.keep_first, samples=body.samples)
         work = run_model(request, "explain", explain_one, lm, body.text, body.method, body.target)
         return await answer(work)
 
     async def attention_changed(request: Request) -> JSONResponse:
         body = await read_request(request, AttentionChangeRequest)
-        after = _readable(_model(models, body.model))
+        after = _reader(models, body.model, "attention_change", body.text)
         before = _model(models, body.base)
-        check_length(after, body.model, "attention_change", body.text)
         work = run_model(
             request, "attention_change", attention_change, before, after, body.text, body.layer, body.head
         )
@@ -217,16 +213,14 @@ def create_app(
 
     async def tokens(request: Request) -> JSONResponse:
         body = await read_request(request, TokensRequest)
-        lm = _readable(_model(models, body.model))
-        check_length(lm, body.model, "tokens", body.text)
+        lm = _reader(models, body.model, "tokens", body.text)
         return await answer(run_model(request, "tokens", explain_tokens, lm, body.text))
 
     async def generate(request: Request) -> StreamingResponse:
         body = await read_request(request, GenerateRequest)
-        lm = _readable(_model(models, body.model))
+        lm = _reader(models, body.model, "generate", body.text, extra=body.max_new_tokens)
         if lm.config.family == "encoder":
             raise RequestError("an encoder does not generate text; choose a decoder or an encoder-decoder")
-        check_length(lm, body.model, "generate", body.text, extra=body.max_new_tokens)
         settings = _settings(body, max_new_tokens=body.max_new_tokens)
         try:
             lm.inputs.single(body.text)  # a prompt the model can read, checked before the stream starts
@@ -263,8 +257,7 @@ def create_app(
 
     async def view(request: Request) -> HTMLResponse:
         query = read_query(request, ViewQuery)
-        lm = _readable(_model(models, query.model))
-        check_length(lm, query.model, "views", query.text)
+        lm = _reader(models, query.model, "views", query.text)
         kind = request.path_params["view"]
         work = run_model(request, "views", view_html, lm, kind, query.text, query.layer, query.head)
         return await answer(work, HTMLResponse)
@@ -317,6 +310,13 @@ def _model(models: dict[str, Any], name: str) -> Any:
     return models[name]
 
 
+def _reader(models: dict[str, Any], name: str, route: str, *texts: str | None, extra: int = 0) -> Any:
+    """The model ``name``, checked to read ``texts`` within ``route``'s work limit (413 past it)."""
+    lm = _readable(_model(models, name))
+    check_length(lm, name, route, *texts, extra=extra)
+    return lm
+
+
 def _readable(lm) -> Any:
     """``lm``, if it can read text."""
     if lm.tokenizer is None:
@@ -324,11 +324,10 @@ def _readable(lm) -> Any:
     return lm
 
 
-def _pass_input(body: PassRequest, lm, route: str) -> PassInput:
+def _pass_input(models: dict[str, Any], body: PassRequest, route: str) -> PassInput:
     """The forward-pass fields of a walk, stage or lens request, checked against the model
     and the route's work limit."""
-    _readable(lm)
-    check_length(lm, body.model, route, body.text, body.decoder_text, extra=len(body.generated))
+    lm = _reader(models, body.model, route, body.text, body.decoder_text, extra=len(body.generated))
     try:
         changes = HeadInterventions(lm, [item.model_dump() for item in body.interventions], body.patch_text)
     except ValueError as error:
