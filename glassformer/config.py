@@ -34,6 +34,7 @@ INITS = ("gpt2", "xavier")
 # What one vector per sequence is made of, for the classification head (models/classifier.py)
 CLASSIFIER_POOLINGS = ("cls", "mean", "pooler", "last")
 DEFAULT_POOLING = {"encoder": "cls", "decoder": "last"}
+SENTENCE_POOLINGS = ("mean", "cls", "pooler")  # a sentence encoder's (sentence-transformers' 1_Pooling)
 DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout")
 
 
@@ -90,6 +91,7 @@ class ModelConfig:
     lm_head_input_scale: float = 1.0  # T5 with tied embeddings: d_model**-0.5
     mlm_head: bool = True  # encoder only: masked-LM head (absent in sentence encoders)
     pooler: bool = False  # BERT's tanh pooler on the first token (encoder only)
+    sentence_pooling: str = "mean"  # a sentence encoder (no MLM head): how its sentence vector pools
     # sequence classification (encoder or decoder): a head W_c over one pooled vector
     n_classes: int = 0  # 0 = no classification head
     classifier_pooling: str | None = None  # None: "cls" for an encoder, "last" for a decoder
@@ -148,6 +150,7 @@ class ModelConfig:
             "rope_scaling": ROPE_SCALINGS,
             "sinusoidal_style": SINUSOIDAL_STYLES,
             "init": INITS,
+            "sentence_pooling": SENTENCE_POOLINGS,
         }
         for name, allowed in choices.items():
             value = getattr(self, name)
@@ -203,6 +206,10 @@ class ModelConfig:
             raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
         if self.pooler and self.family != "encoder":
             raise ValueError(f"pooler=True is only for family='encoder', not {self.family!r}")
+        if self.sentence_pooling == "pooler" and not self.pooler:
+            raise ValueError(
+                "sentence_pooling='pooler' needs BERT's pooler: set pooler=True, or use 'mean' or 'cls'"
+            )
         self._check_classifier()
 
     def _check_classifier(self) -> None:

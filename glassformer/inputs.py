@@ -190,7 +190,9 @@ class ModelInputs:
         if decoder_ids is not None:
             raise ValueError(f"decoder_input is only for encoder-decoder models, not {self.config.family!r}")
         if isinstance(net, EncoderModel) and net.mlm_head is None:
-            return net.encode(ids, attention_mask)
+            hidden = net.encode(ids, attention_mask)
+            net.sentence_vectors(hidden, attention_mask)  # through its hook points: traced too
+            return hidden
         return net(ids, attention_mask)
 
     # generation ------------------------------------------------------------------------

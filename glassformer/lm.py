@@ -147,8 +147,12 @@ class LanguageModel:
         yield from decode_stream(self.tokenizer, tokens, self.inputs.stop_ids(settings.stop_token_ids))
 
     # embeddings --------------------------------------------------------------------
-    def embed(self, sentences: Sequence[str] | TokenInput, pooling: str = "mean", normalize: bool = True):
-        """Sentence embeddings n d from an encoder: mean of token vectors over real tokens."""
+    def embed(
+        self, sentences: Sequence[str] | TokenInput, pooling: str | None = None, normalize: bool = True
+    ):
+        """Sentence embeddings n d from an encoder: its token vectors pooled over the real
+        tokens (``pooling`` None: the model's own, ``config.sentence_pooling``), then
+        normalized to unit length unless ``normalize`` is False."""
         if not isinstance(self.net, EncoderModel):
             raise ValueError(f"embed() needs an encoder model, this one is {self.config.family!r}")
         if isinstance(sentences, str):
@@ -158,7 +162,7 @@ class LanguageModel:
         ids, mask = right_pad(rows, self.config.pad_token_id or 0, inputs.device)  # n t
         with torch.no_grad():
             hidden = self.net.encode(ids, mask)  # n t d
-            vectors = self.net.pool(hidden, mask, pooling)  # n d
+            vectors = self.net.pool(hidden, mask, pooling or self.config.sentence_pooling)  # n d
         return torch.nn.functional.normalize(vectors, dim=-1) if normalize else vectors
 
     def classify(self, texts: Sequence[str] | TokenInput) -> torch.Tensor:

@@ -13,6 +13,7 @@ encoder's token limit).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -59,11 +60,33 @@ def _read(path: Path, dtype: torch.dtype) -> LanguageModel:
         sentence_config = path / "sentence_bert_config.json"  # a sentence-transformers model
         if sentence_config.exists():
             lm.embed_max_tokens = json.loads(sentence_config.read_text()).get("max_seq_length")
+        if net.sentence is not None:
+            net.config = dataclasses.replace(net.config, sentence_pooling=_sentence_pooling(path))
         return lm
     raise ValueError(
         f"cannot tell what {path} holds: expected a .gguf file, a Hugging Face checkpoint directory "
         f"(config.json with model_type) or a Glassformer run directory ({TRAIN_CONFIG})"
     )
+
+
+def _sentence_pooling(path: Path) -> str:
+    """The pooling of a sentence-transformers model (its ``1_Pooling/config.json``): "cls" or
+    "mean" (also the default without one). Max pooling and the others are refused by name."""
+    config_file = path / "1_Pooling" / "config.json"
+    if not config_file.exists():
+        return "mean"
+    modes = [
+        name
+        for name, on in json.loads(config_file.read_text()).items()
+        if name.startswith("pooling_mode_") and on
+    ]
+    known = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+    if len(modes) != 1 or modes[0] not in known:
+        raise ValueError(
+            f"{config_file} asks for pooling {modes}; Glassformer pools a sentence by one of "
+            "pooling_mode_mean_tokens or pooling_mode_cls_token"
+        )
+    return known[modes[0]]
 
 
 def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:

@@ -450,3 +450,25 @@ def test_a_post_norm_step_is_named_for_what_it_computes(models):
     with torch.no_grad():
         computed = norm(trace["blocks.0.attn.in"] + trace["blocks.0.attn.out"])
     torch.testing.assert_close(trace["blocks.0.resid_mid"], computed)
+
+
+def test_a_sentence_encoder_ends_at_its_sentence_vector():
+    """Its walk's last steps are the pooling and the normalized vector, lm.embed's numbers; the
+    similarity route answers the cosine of two texts' vectors, and only for a sentence encoder."""
+    sentence = char_lm(family="encoder", mlm_head=False, norm_placement="post")
+    app = create_app({"sentence": sentence, "llama": char_lm(positions="rope")})
+    with workshop_client(app) as client:
+        answer = client.post("/api/walk", json={"model": "sentence", "text": TEXT}).json()
+        last = answer["stages"][-2:]
+        assert [s["id"] for s in last] == ["sentence.pooled", "sentence.vector"]
+        assert answer["architecture"]["sentence"] == {"pooling": "mean", "normalized": True}
+        full = client.post("/api/stage", json={"model": "sentence", "text": TEXT, "name": "sentence.vector"})
+        vector = unpack(full.json()["value"])
+        torch.testing.assert_close(vector, sentence.embed(TEXT)[0])
+        assert vector.norm().item() == pytest.approx(1.0, abs=1e-6)
+        other = "a dog ran."
+        similar = client.post("/api/similarity", json={"model": "sentence", "text": TEXT, "other": other})
+        expected = (sentence.embed(TEXT)[0] @ sentence.embed(other)[0]).item()
+        assert similar.json()["cosine"] == pytest.approx(expected, abs=1e-6)
+        refused = client.post("/api/similarity", json={"model": "llama", "text": TEXT, "other": other})
+        assert refused.status_code == 400 and "sentence encoder" in refused.json()["error"]

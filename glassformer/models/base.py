@@ -19,6 +19,7 @@ from torch import nn
 
 from glassformer.config import ModelConfig
 from glassformer.models.classifier import ClassificationHead
+from glassformer.models.sentence import SentenceHead
 from glassformer.models.stack import TransformerStack
 from glassformer.nn import hooks
 from glassformer.nn.attention import AttentionBackend
@@ -39,6 +40,7 @@ class TransformerModel(nn.Module):
         self.attention = AttentionBackend()
         self.hook_logits = HookPoint("logits")
         self.classifier: ClassificationHead | None = None  # set by a family when config.n_classes
+        self.sentence: SentenceHead | None = None  # set by a sentence encoder (no MLM head)
 
     @property
     def stacks(self) -> list[TransformerStack]:
@@ -62,6 +64,8 @@ class TransformerModel(nn.Module):
         points = {name: p for stack in self.stacks for name, p in stack.hook_points.items()}
         if self.classifier is not None:
             points.update(self.classifier.hook_points)  # classifier.pooled, classifier.logits
+        if self.sentence is not None:
+            points.update(self.sentence.hook_points)  # sentence.pooled, sentence.vector
         return hooks.sort_forward({**points, "logits": self.hook_logits})
 
     def hooks(self, mapping: Mapping[str, HookFn]) -> contextlib.AbstractContextManager[None]:

@@ -5,6 +5,7 @@ MLM logits = W_E^T . LN(act(W_t hidden + b_t)) + b       (BERT's prediction head
 pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optional)
 mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
 class logits = W_c pool(hidden) + b_c                    (classification head, optional)
+sentence vector = pool(hidden) / ‖pool(hidden)‖          (a sentence encoder: no MLM head)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from torch import nn
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
 from glassformer.models.classifier import ClassificationHead, pool_sequence
+from glassformer.models.sentence import SentenceHead
 from glassformer.models.stack import TransformerStack
 from glassformer.nn.ffn import ACTIVATION_FNS
 from glassformer.nn.init import init_weights
@@ -48,6 +50,7 @@ class EncoderModel(TransformerModel):
         self.mlm_head = MLMHead(config) if config.mlm_head else None
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
         self.classifier = ClassificationHead(config) if config.n_classes else None
+        self.sentence = SentenceHead() if not (config.mlm_head or config.n_classes) else None
         init_weights(self, config)
         self.tie_weights()
 
@@ -75,6 +78,15 @@ class EncoderModel(TransformerModel):
     ) -> torch.Tensor:
         """Masked-LM logits at every position: b t -> b t v (an error without an MLM head)."""
         return self.hook_logits(self.unembed(self.encode(input_ids, attention_mask, token_type_ids)))
+
+    def sentence_vectors(
+        self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """A sentence encoder's unit vectors, pooled as its config says: b t d -> b d
+        (through the ``sentence.*`` hook points; see `glassformer.models.sentence`)."""
+        if self.sentence is None:
+            raise ValueError("sentence vectors come from a sentence encoder (no MLM head, no classifier)")
+        return self.sentence(hidden, attention_mask, self.config.sentence_pooling, self.pooler)
 
     def pool(
         self,

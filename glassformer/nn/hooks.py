@@ -79,7 +79,7 @@ _FORWARD_ORDER = {
     for rank, segment in enumerate(
         "encoder decoder embed tokens positions blocks attn resid_mid cross_attn resid_cross "
         "ffn resid_post in q k v scores pattern z hidden act out final_norm pooled logits "
-        "classifier".split()
+        "classifier sentence vector".split()
     )
 }
 

@@ -94,6 +94,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
         "position_params": _position_params(config),
         "head": _head(config),
         "classifier": _classifier(config),
+        "sentence": _sentence(config),
     }
 
 
@@ -128,6 +129,13 @@ def _classifier(config: ModelConfig) -> dict[str, Any] | None:
     return {"classes": list(config.labels), "pooling": config.classifier_pooling}
 
 
+def _sentence(config: ModelConfig) -> dict[str, Any] | None:
+    """A sentence encoder's ending (no MLM head, no classifier): its pooling; None otherwise."""
+    if config.family != "encoder" or config.mlm_head or config.n_classes:
+        return None
+    return {"pooling": config.sentence_pooling, "normalized": True}
+
+
 def _head(config: ModelConfig) -> dict[str, Any]:
     """What turns the final stream into logits. An encoder's masked-LM head (`MLMHead`)
     always has its biases and no input scale; an LM head follows the config."""
@@ -149,9 +157,17 @@ def stages(config: ModelConfig) -> list[dict[str, Any]]:
         out.append(_stage("classifier.pooled", "output", f"pooled: {pooling}", "classifier.pooled", "d"))
         logits = "class logits: W_c pooled + b_c"
         out.append(_stage("classifier.logits", "output", logits, "classifier.logits", "c"))
-    elif config.family != "encoder" or config.mlm_head:  # a sentence encoder ends at its vectors
+    elif config.family != "encoder" or config.mlm_head:
         head = "the masked-LM head" if config.family == "encoder" else "the LM head"
         out.append(_stage("logits", "output", f"logits: {head}", "logits", "t v"))
+    else:  # a sentence encoder ends at its sentence vector (glassformer/models/sentence.py)
+        pooling = POOLING_NAMES[config.sentence_pooling]
+        out.append(_stage("sentence.pooled", "output", f"pooled: {pooling}", "sentence.pooled", "d"))
+        out.append(
+            _stage(
+                "sentence.vector", "output", "the sentence vector: pooled / ‖pooled‖", "sentence.vector", "d"
+            )
+        )
     return out
 
 

@@ -11,6 +11,7 @@ where the model is known: `limits.py` and the library.
     StageRequest       a pass + name (a trace name)
     GenerateRequest    {model, text, max_new_tokens?, sampling fields}
     TokensRequest      {model, text}
+    SimilarityRequest  {model, text, other}       two sentences for a sentence encoder
     ExplainRequest     {model, text, method, target?, keep_first?, samples?}
     AttentionChangeRequest {model, base, text, layer?, head?}
     RunRequest         {run}                      the lab's continue, a run opened as a model
@@ -107,6 +108,10 @@ class StageRequest(PassRequest):
 
 class TokensRequest(ModelText):
     pass
+
+
+class SimilarityRequest(ModelText):
+    other: Text
 
 
 class GenerateRequest(Sampling, ModelText):

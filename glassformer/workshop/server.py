@@ -13,6 +13,8 @@
     POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
                            -> what each layer would predict at the last position (`lens.py`)
     POST /api/tokens       {model, text} -> how the tokenizer cut the text (`tokenization.py`)
+    POST /api/similarity   {model, text, other} -> a sentence encoder's cosine of the two texts'
+                           sentence vectors, and the vectors (`similarity.py`)
     POST /api/explain      {model, text, method, target?, keep_first?, samples?} -> one attribution per
                            token (`explanations.py`: LIME, SHAP, IG, occlusion, gradient x input)
     POST /api/generate     {model, text, max_new_tokens?, sampling fields} -> server-sent
@@ -90,10 +92,12 @@ from glassformer.workshop.request_types import (
     RunRequest,
     Sampling,
     StageRequest,
+    SimilarityRequest,
     TokensRequest,
     ViewQuery,
     WalkRequest,
 )
+from glassformer.workshop.similarity import similarity
 from glassformer.workshop.streaming import token_events
 from glassformer.workshop.tokenization import explain as explain_tokens
 from glassformer.workshop.views import view_html
@@ -216,6 +220,11 @@ def create_app(
         lm = _reader(models, body.model, "tokens", body.text)
         return await answer(run_model(request, "tokens", explain_tokens, lm, body.text))
 
+    async def sentence_similarity(request: Request) -> JSONResponse:
+        body = await read_request(request, SimilarityRequest)
+        lm = _reader(models, body.model, "similarity", body.text, body.other)
+        return await answer(run_model(request, "similarity", similarity, lm, body.text, body.other))
+
     async def generate(request: Request) -> StreamingResponse:
         body = await read_request(request, GenerateRequest)
         lm = _reader(models, body.model, "generate", body.text, extra=body.max_new_tokens)
@@ -269,6 +278,7 @@ def create_app(
         Route("/api/stage", stage, methods=["POST"]),
         Route("/api/lens", lens, methods=["POST"]),
         Route("/api/tokens", tokens, methods=["POST"]),
+        Route("/api/similarity", sentence_similarity, methods=["POST"]),
         Route("/api/explain", explain, methods=["POST"]),
         Route("/api/generate", generate, methods=["POST"]),
         Route("/api/attention_change", attention_changed, methods=["POST"]),

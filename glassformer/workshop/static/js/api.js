@@ -15,6 +15,7 @@ const WALK_URL = "api/walk";
 const STAGE_URL = "api/stage";
 const LENS_URL = "api/lens";
 const TOKENS_URL = "api/tokens";
+const SIMILARITY_URL = "api/similarity";
 
 async function call(url, body) {
   const init = body === undefined
@@ -63,4 +64,9 @@ export function fetchLens(input) {
 /** How the tokenizer cut `text`: {kind, pieces: [{text, ids, tokens, steps, ...}], ids}. */
 export function fetchTokenization(model, text) {
   return call(TOKENS_URL, { model, text });
+}
+
+/** A sentence encoder's {cosine, vectors: [packed u, packed w], pooling} for two texts. */
+export function fetchSimilarity(model, text, other) {
+  return call(SIMILARITY_URL, { model, text, other });
 }

@@ -76,3 +76,23 @@ export function range(values) {
   }
   return { min, max };
 }
+
+/** A rows x cols array shrunk ``factor`` times along each axis: each cell of the result is
+ * the entry of largest magnitude in its factor x factor block, so one sharp attention weight
+ * stays visible where a mean would fade it (an infinity counts as largest; NaN only fills
+ * a block of nothing else). */
+export function poolLargest(array, factor) {
+  const [rows, cols] = array.shape;
+  const pooledRows = Math.ceil(rows / factor);
+  const pooledCols = Math.ceil(cols / factor);
+  const pooled = new Float32Array(pooledRows * pooledCols).fill(NaN);
+  for (let r = 0; r < rows; r += 1) {
+    const start = Math.floor(r / factor) * pooledCols;
+    for (let c = 0; c < cols; c += 1) {
+      const value = array.values[r * cols + c];
+      const at = start + Math.floor(c / factor);
+      if (Number.isNaN(pooled[at]) || Math.abs(value) > Math.abs(pooled[at])) pooled[at] = value;
+    }
+  }
+  return { shape: [pooledRows, pooledCols], values: pooled };
+}

@@ -28,3 +28,9 @@ export function divergingColour(value, extent) {
 export function css([r, g, b]) {
   return `rgb(${r} ${g} ${b})`;
 }
+
+/** A map's colour for each value: "unit" for weights in [0, 1], "diverging" for signed
+ * values against the largest magnitude of the whole map (``extent``). */
+export function colourScale(scale, extent) {
+  return scale === "unit" ? unitColour : (value) => divergingColour(value, extent);
+}

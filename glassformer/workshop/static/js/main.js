@@ -10,6 +10,7 @@ import { stageDetail } from "./stage_detail.js";
 import { inputKey, queryString, readSettings, walkRequest, writeSettings } from "./state.js";
 import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
+import { renderSentenceVector } from "./sentence_vector.js";
 import { createReveal } from "./reveal.js";
 import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
@@ -189,7 +190,7 @@ function drawAll() {
   }
   drawLines();
   drawWalk();
-  renderPrediction(panels.prediction, walk.payload, settings.level, takeToken);
+  drawPrediction();
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
   if (walk.lens) {
     renderLens(panels.lens, walk.lens, settings.level);
@@ -203,6 +204,15 @@ function drawAll() {
   drawGenerate();
   drawExplain();
   drawChange();
+}
+
+/** The answer panel: the next token (or a label), or a sentence encoder's sentence vector. */
+function drawPrediction() {
+  if (walk.payload.architecture.sentence) {
+    renderSentenceVector(panels.prediction, { payload: walk.payload, model: walk.model, text: walk.text, level: settings.level, showMessage });
+  } else {
+    renderPrediction(panels.prediction, walk.payload, settings.level, takeToken);
+  }
 }
 
 /** What fine-tuning changed: shown for a model the server knows the origin of. */
@@ -340,7 +350,7 @@ async function run({ keepGenerated = false, push = true } = {}) {
   const input = JSON.parse(key);
   walk = { payload, model: request.model, text: request.text, decoderText: request.decoder_text ?? "", input, inputKey: key };
   if (sameInput) {
-    renderPrediction(panels.prediction, payload, settings.level, takeToken);
+    drawPrediction();
   } else {
     const stages = payload.stages;
     reveal?.setStages(stages);
