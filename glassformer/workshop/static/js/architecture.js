@@ -75,6 +75,12 @@ function normChart(name, points) {
     el("figcaption", {}, `${name ? `${name}: ` : ""}mean ‖x‖ of the residual stream after the embedding and after each block (${number(points[0].mean, 3)} → ${number(points[points.length - 1].mean, 3)})`));
 }
 
+/** The chart of one stack's stream ("" for a one-stack model): the tour's "other blocks". */
+export function streamNormChart(stages, stack) {
+  const points = streamNorms(stages).get(stack);
+  return points ? normChart(stack, points) : null;
+}
+
 /** model: the /api/models entry (parameters, max_seq_len), or null. */
 export function renderArchitecture(container, payload, model, level) {
   const arch = payload.architecture;

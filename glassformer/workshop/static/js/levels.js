@@ -120,6 +120,12 @@ const EXPLAIN = {
     arch.classifier.pooling === "mean"
       ? "The vectors of all the tokens are averaged into one vector for the whole text."
       : "One vector is picked to stand for the whole text.",
+  "sentence.pooled": ({ arch }) =>
+    arch.sentence.pooling === "mean"
+      ? "The vectors of all the tokens are averaged into one vector for the whole text."
+      : "The first token's vector is taken to stand for the whole text.",
+  "sentence.vector": () =>
+    "That vector is scaled to length 1: the sentence vector. Texts with a similar meaning get vectors that point the same way.",
   "classifier.logits": ({ arch }) =>
     `That vector gets one score per label (${arch.classifier.classes.join(", ")}); the softmax turns the scores into probabilities.`,
 };
@@ -155,6 +161,8 @@ const PLAIN_TITLES = {
   final_norm: () => "normalize one last time",
   logits: () => "score every token in the vocabulary",
   "classifier.pooled": () => "one vector for the whole text",
+  "sentence.pooled": () => "one vector for the whole text",
+  "sentence.vector": () => "scale it to length 1: the sentence vector",
   "classifier.logits": () => "score each label",
 };
 

@@ -4,6 +4,7 @@
 
 import { fetchLens, fetchModels, fetchStage, fetchTokenization, fetchWalk } from "./api.js";
 import { renderArchitecture } from "./architecture.js";
+import { renderOverview } from "./overview.js";
 import { renderLines } from "./attention_lines.js";
 import { bindControls } from "./controls.js";
 import { stageDetail } from "./stage_detail.js";
@@ -21,12 +22,14 @@ import { renderExplain } from "./explain_panel.js";
 import { renderAttentionChange } from "./attention_change.js";
 import { renderCosts } from "./costs.js";
 import { renderViewLinks } from "./views.js";
+import { renderTour, tourStops } from "./tour.js";
 import { firstBlock, groupOf, renderWalk } from "./walk.js";
 
 const $ = (id) => document.getElementById(id);
 const panels = {
   tokens: $("tokens"),
   architecture: $("architecture"),
+  overview: $("overview"),
   lines: $("lines"),
   walk: $("walk"),
   prediction: $("prediction"),
@@ -129,7 +132,7 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
 });
 
-function drawWalk() {
+function drawFullWalk() {
   renderWalk(panels.walk, {
     payload: walk.payload,
     level: settings.level,
@@ -148,16 +151,68 @@ function drawWalk() {
       opened?.querySelector(".step-head")?.focus({ preventScroll: true }); // focus stays with the reader
     },
     onSelect: (id) => selectStage(id),
-    detailFor: (stage) =>
-      stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage, lens: walk.lens }),
+    detailFor,
   });
+}
+
+/** The steps the walk shows at this level: the tour's stops for a beginner, else every step. */
+function walkSteps() {
+  return settings.level === "beginner" ? tourStops(walk.payload) : walk.payload.stages;
+}
+
+function detailFor(stage) {
+  return stageDetail({ stage, payload: walk.payload, level: settings.level, head, onHead: (h) => { head = h; }, loadStage, lens: walk.lens });
+}
+
+function drawWalk() {
+  if (settings.level === "beginner") {
+    renderTour(panels.walk, { payload: walk.payload, selected: settings.stage, onSelect: selectStage, detailFor });
+  } else {
+    drawFullWalk();
+  }
   if (reveal) {
     reveal.apply(panels.walk);
+    drawOverview(); // its boxes show their numbers once the reveal reaches them
     // the answer (and generating one) waits for the last step
     for (const id of ["prediction-panel", "generate-panel", "lens-panel", "compare-panel", "explain-panel"]) $(id).hidden = !reveal.done();
     // which words look at which: once the first attention weights are out
     $("lines-panel").hidden = !reveal.reached((id) => id.endsWith("attn.pattern"));
   }
+}
+
+/** Whether the teaching reveal has reached a step, by the steps' order in the pass: the tour
+ * stops at a few of them, and its "other blocks" stop stands for every block of its stack. */
+function revealedSteps() {
+  if (!reveal || reveal.done()) return () => true;
+  const order = walk.payload.stages.map((s) => s.id);
+  const last = reveal.lastShown();
+  let upto = order.indexOf(last);
+  if (upto < 0 && last.endsWith("tour.others")) {
+    const blocks = `${last.slice(0, -"tour.others".length)}blocks.`;
+    upto = order.findLastIndex((id) => id.startsWith(blocks));
+  }
+  return (id) => order.indexOf(id) <= upto;
+}
+
+/** The whole model on one screen, zoomed as settings.zoom says (overview.js). */
+function drawOverview() {
+  renderOverview(panels.overview, {
+    payload: walk.payload,
+    level: settings.level,
+    zoom: settings.zoom,
+    loadStage,
+    revealed: revealedSteps(),
+    onZoom: (zoom) => {
+      settings.zoom = zoom;
+      writeSettings(settings);
+      drawOverview();
+      panels.overview.querySelector(".ov-back, .ov-box")?.focus({ preventScroll: true }); // focus stays in the picture
+    },
+    onOpenStage: (id) => {
+      selectStage(id);
+      panels.walk.querySelector(`.step[data-stage="${CSS.escape(id)}"]`)?.scrollIntoView({ block: "start" });
+    },
+  });
 }
 
 function drawLines() {
@@ -190,6 +245,7 @@ function drawAll() {
   }
   drawLines();
   drawWalk();
+  drawOverview();
   drawPrediction();
   renderViewLinks(panels.views, walk.model, walk.text, settings.layer);
   if (walk.lens) {
@@ -351,11 +407,15 @@ async function run({ keepGenerated = false, push = true } = {}) {
   walk = { payload, model: request.model, text: request.text, decoderText: request.decoder_text ?? "", input, inputKey: key };
   if (sameInput) {
     drawPrediction();
+    drawOverview(); // the sampling box and the drawn token
   } else {
     const stages = payload.stages;
-    reveal?.setStages(stages);
     const chosen = stages.find((s) => s.id === settings.stage);
     if (!chosen) settings.stage = "";
+    if (reveal) {
+      reveal.setStages(walkSteps());
+      if (chosen) reveal.goTo(chosen.id); // a shared link's step: the reveal starts there
+    }
     openBlock = chosen && parseStage(chosen.id).layer !== null ? chosen.group : firstBlock(stages);
     if (reveal) openRevealedBlock();
     writeSettings(settings);
@@ -376,6 +436,7 @@ const controls = bindControls($("controls"), {
   onLevel: (level) => {
     settings.level = level;
     writeSettings(settings);
+    if (walk) reveal?.setStages(walkSteps()); // the tour's stops, or every step
     drawAll();
   },
 });

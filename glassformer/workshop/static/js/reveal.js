@@ -12,7 +12,7 @@ const BACK_KEYS = ["ArrowLeft", "PageUp"];
 
 /**
  * bar: the element that holds the buttons and the counter. onChange(): called after a step
- * is shown or hidden. Returns {setStages(stages), apply(walk), lastShown(), done(), reached(test)}.
+ * is shown or hidden. Returns {setStages(stages), apply(walk), goTo(id), lastShown(), done(), reached(test)}.
  */
 export function createReveal(bar, onChange) {
   let ids = [];
@@ -107,6 +107,13 @@ export function createReveal(bar, onChange) {
       const current = walk.querySelector('.step[aria-current="step"]');
       if (current && ids[shown - 1] !== marked) current.scrollIntoView({ block: "center" });
       marked = ids[shown - 1];
+    },
+    /** Show the steps up to ``id`` (a shared link's opened step); false if the walk has none. */
+    goTo(id) {
+      const index = ids.indexOf(id);
+      if (index < 0) return false;
+      go(index + 1);
+      return true;
     },
     /** The id of the last step shown. */
     lastShown() {

@@ -16,6 +16,7 @@ export const DEFAULTS = Object.freeze({
   repetition_penalty: 1,
   seed: 0,
   stage: "", // the expanded step, by id
+  zoom: "", // the overview's zoom: "" (the model), "blocks.3", "blocks.3.attn:2" (a head), "blocks.3.attn:2:5"
   layer: null, // the layer of "which words look at which"
   linesPart: "", // which attention those lines show (T5: encoder, decoder, cross); not in the URL
   lock: false, // teaching mode: the form locked, the walk revealed step by step; in the URL as lock=1
@@ -58,7 +59,7 @@ export function parseNumber(text, integer = false) {
 export function readSettings(search) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
-  for (const key of ["model", "text", "decoder_text", "stage", "patch_text", "compare"]) {
+  for (const key of ["model", "text", "decoder_text", "stage", "zoom", "patch_text", "compare"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
@@ -75,7 +76,7 @@ export function readSettings(search) {
 /** The query string of ``settings`` (empty values left out). */
 export function queryString(settings) {
   const params = new URLSearchParams();
-  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "patch_text", "compare"]) {
+  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "zoom", "patch_text", "compare"]) {
     const value = settings[key];
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));

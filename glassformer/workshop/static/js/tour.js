@@ -1,0 +1,163 @@
+// The beginner's tour: the forward pass in at most about twenty stops, not every step of
+// every block. For each stack: its embedding; its first block opened (attention with its
+// heads, then the feed-forward layer); one stop for "the other N − 1 blocks", with the
+// stream's size after each; its final norm. Then the model's ending: the logits and the
+// sampling, a classifier's label, or a sentence encoder's vector. An encoder-decoder's
+// second stack shows fewer steps of its first block, so the whole tour stays short.
+// Each stop says in words what its numbers mean; the intermediate and advanced levels
+// keep the full walk (walk.js).
+
+import { el } from "./dom.js";
+import { number, percent, quoted } from "./format.js";
+import { streamNormChart } from "./architecture.js";
+import { explain, letterSizes, plainTitle } from "./levels.js";
+import { unpack } from "./arrays.js";
+import { parseStage, sections } from "./stages.js";
+
+// the steps of a first block the tour stops at: all of attention and the FFN for the model's
+// only (or first) stack; the three that matter for a second one (the decoder)
+const FULL_BLOCK = ["attn.in", "attn.q", "attn.k", "attn.scores", "attn.pattern", "attn.out", "resid_mid", "ffn.hidden", "ffn.act", "ffn.out", "resid_post"];
+const SHORT_BLOCK = ["attn.pattern", "cross:attn.pattern", "ffn.act", "resid_post"];
+const FIRST_STACK_BLOCK = ["attn.pattern", "ffn.act", "resid_post"]; // an encoder-decoder's encoder
+const NORM_KINDS = new Set(["attn.in", "ffn.in", "final_norm"]);
+const STREAM_KINDS = new Set(["embed.out", "resid_mid", "resid_cross", "resid_post"]);
+
+function wanted(stage, kinds, pre) {
+  const { kind, cross } = parseStage(stage.id);
+  if (kind === "attn.in" && !pre) return false; // a post-norm block has no norm there
+  return kinds.includes(cross ? `cross:${kind}` : kind);
+}
+
+/** The tour's stops: [{id, group, stage (null for the two stops of its own), kind}]. */
+export function tourStops(payload) {
+  const arch = payload.architecture;
+  const pre = arch.placement === "pre";
+  const parts = sections(payload.stages);
+  const stacks = [...new Set(parts.map((s) => s.stack).filter(Boolean))];
+  const stops = [];
+  const add = (stage) => stops.push({ id: stage.id, group: stage.group, stage, kind: parseStage(stage.id).kind });
+  for (const part of parts) {
+    if (part.kind === "input" || part.kind === "final") part.stages.forEach(add);
+    else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2 || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);
+    else if (part.kind === "block" && part.layer === 0) {
+      const kinds = stacks.length < 2 ? FULL_BLOCK : part.stack === stacks[0] ? FIRST_STACK_BLOCK : SHORT_BLOCK;
+      part.stages.filter((s) => wanted(s, kinds, pre)).forEach(add);
+      const blocks = parts.filter((p) => p.kind === "block" && p.stack === part.stack);
+      if (blocks.length > 1) {
+        const prefix = part.stack ? `${part.stack}.` : "";
+        stops.push({ id: `${prefix}tour.others`, group: `${prefix}others`, stage: null, kind: "others", blocks });
+      }
+    } else if (part.kind === "output") {
+      part.stages.forEach(add);
+    }
+  }
+  if (payload.prediction) stops.push({ id: "tour.sample", group: "output", stage: null, kind: "sample" });
+  return stops;
+}
+
+// what the numbers mean -------------------------------------------------------------------
+function meanNorm(stage) {
+  const packed = stage?.value?.norms;
+  if (!packed) return null;
+  const { values } = unpack(packed);
+  return values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** A norm's sizes before and after, and why they changed. */
+function normWords(stop, payload) {
+  const index = payload.stages.findIndex((s) => s.id === stop.id);
+  const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(parseStage(s.id).kind));
+  const [from, to] = [meanNorm(before), meanNorm(stop.stage)];
+  if (from === null || to === null) return "";
+  const name = payload.architecture.norm === "rmsnorm" ? "RMSNorm divides each vector by the root of its mean square" : "LayerNorm subtracts each vector's mean and divides by its spread";
+  return `Why the sizes change: ${name}, then multiplies each feature by a learned weight. The vectors' average length goes from ${number(from, 3)} to ${number(to, 3)}: the stream may grow large, but what enters the next layer always has a steady size.`;
+}
+
+function featureWords(stop) {
+  const d = stop.stage?.value?.shape?.at(-1);
+  if (!d) return "";
+  return `Each token's vector here has ${d.toLocaleString("en")} numbers, its features. No single feature has a meaning anyone chose: together they encode what the model has worked out about the token so far. Open its numbers to see the first ones: orange positive, blue negative.`;
+}
+
+function logitWords(payload) {
+  const prediction = payload.prediction;
+  if (!prediction) return null;
+  const vocab = payload.architecture.vocab_size.toLocaleString("en");
+  const top = prediction.steps[0].top.slice(0, 5);
+  return [
+    el("p", { class: "step-explain" }, `Every one of the ${vocab} tokens gets a score (a logit); the softmax turns the scores into probabilities. The highest for the next token:`),
+    el("ol", { class: "tour-top" }, top.map((e) => el("li", {}, el("span", { class: "tour-token" }, quoted(e.token)), ` ${percent(e.p, 1)}`))),
+  ];
+}
+
+function sampleWords(payload) {
+  const { settings, token, steps } = payload.prediction;
+  const last = steps[steps.length - 1];
+  const how = settings.greedy
+    ? "With temperature 0 the likeliest token is taken."
+    : `Temperature ${settings.temperature}${settings.top_k ? `, top-k ${settings.top_k}` : ""}${settings.top_p < 1 ? `, top-p ${settings.top_p}` : ""}: ${last.kept.toLocaleString("en")} tokens stay possible, and one is drawn at random by its probability (seed ${settings.seed}).`;
+  return [
+    el("p", { class: "step-explain" }, how),
+    el("p", { class: "step-explain tour-drawn" }, "The next token: ", el("span", { class: "tour-token" }, quoted(token.text))),
+  ];
+}
+
+function othersWords(stop, payload) {
+  const n = stop.blocks.length;
+  return [
+    el("p", { class: "step-explain" }, `The other ${n - 1} blocks do the same: each reads the stream, lets the tokens look at each other, runs its feed-forward layer, and adds what it found. Their weights differ, so each block adds something else. The chart shows how the stream grows, block after block; the picture of the whole model above opens any block.`),
+    streamNormChart(payload.stages, stop.blocks[0].stack),
+  ];
+}
+
+/** The words of one stop (and its own picture, for the two stops that are not steps). */
+function stopNotes(stop, payload) {
+  if (stop.kind === "others") return othersWords(stop, payload);
+  if (stop.kind === "sample") return sampleWords(payload);
+  const { kind, cross } = parseStage(stop.id);
+  const ctx = { stage: stop.stage, value: stop.stage.value, arch: payload.architecture, cross, sizes: letterSizes(stop.stage, payload) };
+  const notes = [el("p", { class: "step-explain" }, explain(kind, ctx))];
+  if (kind === "logits") notes.push(...(logitWords(payload) ?? []));
+  else if (NORM_KINDS.has(kind)) notes.push(el("p", { class: "step-explain tour-why" }, normWords(stop, payload)));
+  else if (kind === "embed.tokens" || kind === "ffn.out") notes.push(el("p", { class: "step-explain tour-why" }, featureWords(stop)));
+  else if (kind === "attn.pattern") notes.push(el("p", { class: "step-explain tour-why" }, `Open this stop to see one head at a time: this model has ${payload.architecture.attention.heads} heads per block, each with its own queries and keys, so each looks for something else.`));
+  return notes;
+}
+
+function stopTitle(stop, payload) {
+  if (stop.kind === "others") return `the other ${stop.blocks.length - 1} blocks do the same`;
+  if (stop.kind === "sample") return "pick the next token";
+  const { kind, cross } = parseStage(stop.id);
+  const title = plainTitle(kind, { stage: stop.stage, arch: payload.architecture, cross });
+  const { stack, layer } = parseStage(stop.id);
+  const where = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : stack && kind.startsWith("embed") ? `${stack}: ` : "";
+  return where + title;
+}
+
+/**
+ * view: {payload, selected, onSelect(id), detailFor(stage)}: one card per stop, its words,
+ * and (when opened) the numbers of its step.
+ */
+export function renderTour(container, view) {
+  const { payload, selected } = view;
+  const stops = tourStops(payload);
+  const cards = stops.map((stop, i) => {
+    const openable = Boolean(stop.stage?.trace);
+    const isOpen = openable && selected === stop.id;
+    const head = el(openable ? "button" : "div", {
+      class: "step-head",
+      type: openable ? "button" : null,
+      "aria-expanded": openable ? String(isOpen) : null,
+      onclick: openable ? () => view.onSelect(isOpen ? "" : stop.id) : null,
+    },
+    el("span", { class: "tour-number" }, `${i + 1}`),
+    el("span", { class: "step-title" }, stopTitle(stop, payload)),
+    openable ? el("span", { class: "tour-open" }, isOpen ? "hide the numbers" : "see the numbers") : null);
+    return el("li", { class: `step tour-stop${isOpen ? " selected" : ""}`, dataset: { stage: stop.id, kind: stop.kind } },
+      head, stopNotes(stop, payload), isOpen ? view.detailFor(stop.stage) : null);
+  });
+  container.replaceChildren(
+    el("p", { class: "hint tour-intro" }, `A tour of the forward pass in ${stops.length} stops. The intermediate and advanced levels show all ${payload.stages.length} steps.`),
+    el("ol", { class: "steps tour" }, cards),
+  );
+}
