@@ -42,11 +42,11 @@ BROWSER_400 = "Failed to load resource: the server responded with a status of 40
 
 
 # models and server ---------------------------------------------------------------------
-def char_lm(**fields) -> gf.LanguageModel:
+def char_lm(max_seq_len: int = MAX_SEQ_LEN, **fields) -> gf.LanguageModel:
     """A tiny model that reads characters, its query/key/value weights scaled up: at init
     every head attends almost uniformly, and a test could not tell one head from another."""
     tokenizer = CharTokenizer.from_text(CHARS)
-    net = tiny_model(vocab_size=tokenizer.vocab_size, max_seq_len=MAX_SEQ_LEN, **fields)
+    net = tiny_model(vocab_size=tokenizer.vocab_size, max_seq_len=max_seq_len, **fields)
     with torch.no_grad():
         for name, weight in net.named_parameters():
             if re.search(r"attn\.(qkv|q|kv)_proj\.weight$", name):
@@ -246,7 +246,8 @@ def test_each_level_renders(workshop, models):
         assert key <= query  # causal: no line to a later token
         assert abs(float(line.get_attribute("data-weight")) - float(mean[query, key])) <= WEIGHT_STEP
     assert page.locator(".pred-step").count() >= 1 and page.locator(".pred-token").is_visible()
-    assert page.locator(".step-explain").count() == page.locator(".step").count()
+    explained = page.locator(".step").evaluate_all("steps => steps.map(s => Boolean(s.querySelector('.step-explain')))")
+    assert explained and all(explained)  # every stop of the tour says what it means
     assert page.locator(".step-trace").count() == 0 and page.locator(".step-eq").count() == 0
     workshop.shot("beginner")
     page.locator(".lines-layer").fill("1")  # the layer slider: layer 1's pattern
@@ -480,7 +481,7 @@ def shown_steps(workshop: Workshop) -> list[str]:
 def test_teaching_mode_locks_the_form_and_reveals_the_walk_step_by_step(workshop, models):
     lm = models["tiny"]
     plan = [s["id"] for s in stages(lm.config)]
-    workshop.open(model="tiny", text=TEXT, lock="1")
+    workshop.open(model="tiny", text=TEXT, lock="1", level="intermediate")  # the full walk
     page = workshop.page
     assert workshop.query()["lock"] == "1"
     # the form is locked: no text, model, sampling or Run; the level switch and a badge stay
@@ -578,10 +579,11 @@ def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, mode
     """At 1280x720: Space / arrows / Home / End / a block's number move the reveal, the current
     step is marked and in view, the text is at least 20 px, the prompt is shown, and the
     attention-lines panel waits for the first attention weights."""
-    plan = [s["id"] for s in stages(models["tiny"].config)]
     workshop.page.set_viewport_size({"width": 1280, "height": 720})
     workshop.open(model="tiny", text=TEXT, lock="1", level="beginner")
     page = workshop.page
+    plan = page.locator(".step").evaluate_all("steps => steps.map(s => s.dataset.stage)")  # hidden ones too
+    assert plan[0] == "tokens" and plan[-1] == "tour.sample" and len(plan) <= 20  # the tour's stops
     current = page.locator('.step[aria-current="step"]')
     assert current.get_attribute("data-stage") == plan[0]
     assert page.inner_text("#prompt-shown") == TEXT and page.locator("#prompt-shown").is_visible()
@@ -590,10 +592,14 @@ def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, mode
     assert not page.locator("#lines-panel").is_visible()  # no attention shown before its step
     page.keyboard.press(" ")
     assert shown_steps(workshop) == plan[:2] and current.get_attribute("data-stage") == plan[1]
-    page.keyboard.press("1")  # block 1's first step
-    first_of_block_1 = next(i for i, s in enumerate(plan) if s.startswith("blocks.1."))
-    assert page.locator(".reveal-count").inner_text() == f"step {first_of_block_1 + 1} of {len(plan)}"
-    assert current.get_attribute("data-stage") == plan[first_of_block_1]
+    page.keyboard.press("0")  # block 0's first stop
+    first_of_block_0 = next(i for i, s in enumerate(plan) if s.startswith("blocks.0."))
+    assert page.locator(".reveal-count").inner_text() == f"step {first_of_block_0 + 1} of {len(plan)}"
+    assert current.get_attribute("data-stage") == plan[first_of_block_0]
+    assert not page.locator("#lines-panel").is_visible()  # its attention weights are not out yet
+    for _ in range(plan.index("blocks.0.attn.pattern") - first_of_block_0):
+        page.keyboard.press("ArrowRight")
+    assert current.get_attribute("data-stage") == "blocks.0.attn.pattern"
     box = current.bounding_box()
     assert 0 <= box["y"] and box["y"] + box["height"] <= 720  # scrolled into view
     assert page.locator("#lines-panel").is_visible()  # block 0's attention weights are out
@@ -603,10 +609,15 @@ def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, mode
     page.keyboard.press("Home")
     assert shown_steps(workshop) == plan[:1]
     options = page.locator(".reveal-jump option").all_inner_texts()
-    assert options[1:4] == ["the tokens", "embeddings", "block 0"] and "the output" in options
+    assert options[1:5] == ["the tokens", "embeddings", "block 0", "the other blocks"] and "the output" in options
     page.select_option(".reveal-jump", label="block 0")
     assert current.get_attribute("data-stage") == next(s for s in plan if s.startswith("blocks.0."))
     workshop.shot("teaching-projector", full_page=False)
+    # a shared link's opened step: the reveal starts there, and the step stays in the link
+    workshop.open(model="tiny", text=TEXT, lock="1", level="beginner", stage="blocks.0.attn.scores")
+    assert current.get_attribute("data-stage") == "blocks.0.attn.scores"
+    assert page.locator(".reveal-count").inner_text() == f"step {plan.index('blocks.0.attn.scores') + 1} of {len(plan)}"
+    assert workshop.query()["stage"] == "blocks.0.attn.scores"
     workshop.close()
 
 

@@ -235,8 +235,9 @@ function modelView(view) {
     return el("div", { class: "ov-model" }, column);
   }
   const [encoder, decoder] = stacks.map((s) => stackColumn(s, view));
-  encoder.prepend(tokensBox(payload.tokens, "Tokens (encoder)", tokensPending), arrow());
-  decoder.prepend(tokensBox(payload.decoder_tokens ?? [], "Tokens (decoder)", tokensPending), arrow());
+  const under = (column, node) => column.querySelector(".ov-stack-title").after(node, arrow()); // under its title
+  under(encoder, tokensBox(payload.tokens, "Tokens", tokensPending));
+  under(decoder, tokensBox(payload.decoder_tokens ?? [], "Tokens", tokensPending));
   decoder.append(arrow(), ...outputBoxes(view));
   return el("div", { class: "ov-model ov-two" }, encoder,
     el("span", { class: "ov-cross", "aria-hidden": "true" }, "the encoder's output feeds every decoder block's cross-attention →"), decoder);

@@ -130,7 +130,7 @@ export function createReveal(bar, onChange) {
   };
 }
 
-const PART_NAMES = { input: "the tokens", embed: "embeddings", final: "final norm", output: "the output" };
+const PART_NAMES = { input: "the tokens", embed: "embeddings", others: "the other blocks", final: "final norm", output: "the output" };
 
 /** A part's name in the jump list: "embeddings", "block 3", "decoder block 0", "the output". */
 function label(group) {
