@@ -472,3 +472,32 @@ def test_a_sentence_encoder_ends_at_its_sentence_vector():
         assert similar.json()["cosine"] == pytest.approx(expected, abs=1e-6)
         refused = client.post("/api/similarity", json={"model": "llama", "text": TEXT, "other": other})
         assert refused.status_code == 400 and "sentence encoder" in refused.json()["error"]
+
+
+def test_an_mlm_encoder_ends_at_its_masked_word_prediction(client, models):
+    """Without a mask token (the character tokenizer has none) the head's words at every
+    position, the softmax of lm.logits' rows."""
+    answer = client.post("/api/walk", json={"model": "bert", "text": TEXT}).json()
+    masked = answer["masked"]
+    assert masked["mask_token"] is None and masked["masked"] is False
+    assert [row["position"] for row in masked["positions"]] == list(range(len(TEXT)))
+    probs = torch.softmax(models["bert"].logits(TEXT)[0], dim=-1)  # t v
+    for row in masked["positions"]:
+        expected = torch.topk(probs[row["position"]], len(row["top"]))
+        assert [w["id"] for w in row["top"]] == expected.indices.tolist()
+        assert [w["p"] for w in row["top"]] == pytest.approx(expected.values.tolist(), abs=1e-6)
+    assert walk(client)["masked"] is None  # a decoder predicts the next token instead
+
+
+def test_the_masked_positions_are_the_mask_tokens():
+    from glassformer.tokenizers.wordpiece import WordPiece
+    from glassformer.workshop.masked import masked_prediction
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "."]
+    tokenizer = WordPiece(vocab)
+    torch.manual_seed(0)
+    lm = gf.LanguageModel(gf.build(tiny(family="encoder", vocab_size=len(vocab))).eval(), tokenizer)
+    ids = lm.inputs.ids("the [MASK] sat.")
+    answer = masked_prediction(lm, ids, lm.logits("the [MASK] sat.")[0])
+    assert answer["masked"] and answer["mask_token"] == "[MASK]"
+    assert [row["position"] for row in answer["positions"]] == [ids[0].tolist().index(4)]

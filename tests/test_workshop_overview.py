@@ -134,3 +134,15 @@ def test_a_sentence_encoder_shows_its_sentence_vector_and_a_similarity(workshop,
     assert page.locator(".similarity-strips canvas").count() == 2
     workshop.shot("sentence_vector")
     workshop.close(allowed_errors=(BROWSER_400,))
+
+
+def test_an_mlm_encoder_ends_at_the_words_its_head_reads(workshop, models):
+    page = workshop.page
+    workshop.open(model="mlm", text=TEXT, level="intermediate")
+    assert page.locator("#prediction-title").inner_text() == "What an encoder predicts"
+    rows = page.locator("#prediction .masked-position")
+    assert rows.count() == len(TEXT)  # no mask token: every position
+    probs = models["mlm"].logits(TEXT)[0].softmax(-1)  # t v
+    first = rows.nth(0).locator(".bar-row").first
+    assert int(first.get_attribute("data-id")) == int(probs[0].argmax())
+    workshop.close()

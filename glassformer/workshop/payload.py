@@ -17,6 +17,7 @@ Payload (version 1)::
      "architecture": architecture.summary(config), "stages": [stage + "value"],
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
      "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
+     "masked": an MLM encoder's words at each mask token (`masked.masked_prediction`) | null,
      "interventions": [{"layer", "head", "mode", "factor"?}],
      "generated": int (how many of the last tokens a generation appended), "seconds": float}
 
@@ -37,6 +38,7 @@ from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.arrays import pack, pack_unit
+from glassformer.workshop.masked import masked_prediction
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.prediction import next_token
 
@@ -85,6 +87,7 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         if classifier
         else _prediction(lm, ids, decoder_ids, output, settings, step=len(given.generated)),
         "classification": _classification(classifier["classes"], output[0]) if classifier else None,
+        "masked": masked_prediction(lm, ids, output[0]) if _is_mlm(lm) else None,
         "interventions": given.changes(),
         "generated": len(given.generated),
         "seconds": time.perf_counter() - start,
@@ -107,6 +110,11 @@ def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
         "name": trace_name,
         "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
     }
+
+
+def _is_mlm(lm) -> bool:
+    """An encoder with its masked-LM head (its output is word scores at every position)."""
+    return isinstance(lm.net, EncoderModel) and lm.net.mlm_head is not None and lm.net.classifier is None
 
 
 def _read_text(lm, ids: torch.Tensor) -> str:

@@ -221,7 +221,9 @@ function outputBoxes(view) {
     return [box({ kind: "head", title: "The sentence vector", detail: `${arch.sentence.pooling} pooling, then length 1`,
       summary: lastTokenStrip(vector, arch.d_model), pending, onClick: open(vector) })];
   }
-  return stages.map((stage) => box({ kind: "head", title: "Masked-LM head", detail: `a word score for each position, ${arch.vocab_size.toLocaleString("en")} words`, pending: !revealed(stage.id), onClick: open(stage) }));
+  const guesses = (payload.masked?.positions ?? []).slice(0, TOP_TOKENS);
+  return stages.map((stage) => box({ kind: "head", title: "Masked-LM head", detail: `a score for each of ${arch.vocab_size.toLocaleString("en")} words at each position`, pending: !revealed(stage.id), onClick: open(stage),
+    summary: el("ol", { class: "ov-top" }, guesses.map((g) => el("li", {}, `${g.position}: ${quoted(g.top[0].token)} ${percent(g.top[0].p, 1)}`))) }));
 }
 
 function modelView(view) {

@@ -27,6 +27,26 @@ function panelTitle(payload) {
   return hasHead ? "What an encoder predicts" : "What a sentence encoder gives";
 }
 
+const MASKED_SHOWN = { beginner: 8, intermediate: 64, advanced: 64 }; // positions listed without a mask token
+
+/** An MLM encoder's answer (payload.masked): the words its head puts at each mask token, or
+ * at every position when the text has none. */
+function maskedView(masked, level) {
+  const rows = masked.positions.slice(0, masked.masked ? undefined : MASKED_SHOWN[level]);
+  const how = masked.masked
+    ? `At each ${masked.mask_token} the masked-LM head scores every word; the likeliest:`
+    : masked.mask_token
+      ? `Put ${masked.mask_token} in your text where a word should be guessed. Without one, here is the word the head reads at each position (it sees the word itself, so it mostly agrees):`
+      : "This model's tokenizer has no mask token; here is the word its head reads at each position (it sees the word itself, so it mostly agrees):";
+  return [
+    el("p", { class: "hint" }, how),
+    ...rows.map((row) => el("section", { class: "pred-step masked-position", dataset: { position: row.position } },
+      el("h3", { class: "pred-title" }, `position ${row.position}: ${quoted(row.token)}`),
+      bars({ top: row.top }, row.top[0]?.id, level))),
+    masked.positions.length > rows.length ? el("p", { class: "hint" }, `… and ${masked.positions.length - rows.length} more positions at the intermediate level.`) : "",
+  ];
+}
+
 function noPrediction(payload) {
   const family = payload.architecture.family;
   const hasHead = payload.stages.some((s) => s.id === "logits");
@@ -129,7 +149,7 @@ export function renderPrediction(container, payload, level, onTake = null) {
     return;
   }
   if (!prediction) {
-    container.replaceChildren(noPrediction(payload));
+    container.replaceChildren(...(payload.masked ? maskedView(payload.masked, level) : [noPrediction(payload)]));
     container.dataset.temperature = "";
     container.dataset.ready = "1";
     return;

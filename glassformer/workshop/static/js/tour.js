@@ -79,8 +79,19 @@ function featureWords(stop) {
   return `Each token's vector here has ${d.toLocaleString("en")} numbers, its features. No single feature has a meaning anyone chose: together they encode what the model has worked out about the token so far. Open its numbers to see the first ones: orange positive, blue negative.`;
 }
 
+function maskedWords(masked) {
+  const rows = masked.positions.slice(0, 5);
+  return [
+    el("p", { class: "step-explain" }, masked.masked
+      ? `At each ${masked.mask_token} the model's likeliest words:`
+      : "The likeliest word at the first positions (with no mask token in the text, the model sees each word itself):"),
+    el("ol", { class: "tour-top" }, rows.map((row) => el("li", {}, `position ${row.position}: `, el("span", { class: "tour-token" }, quoted(row.top[0].token)), ` ${percent(row.top[0].p, 1)}`))),
+  ];
+}
+
 function logitWords(payload) {
   const prediction = payload.prediction;
+  if (payload.masked) return maskedWords(payload.masked);
   if (!prediction) return null;
   const vocab = payload.architecture.vocab_size.toLocaleString("en");
   const top = prediction.steps[0].top.slice(0, 5);
