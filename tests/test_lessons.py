@@ -36,7 +36,7 @@ FAMILIES = [
     ),
     llama_style(vocab_size=64, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1),
 ]
-STAGE_IDS = {stage["id"] for config in FAMILIES for stage in stages(config)}
+STAGE_IDS = {stage["id"] for config in FAMILIES for stage in stages(gf.build(config))}
 
 
 def test_the_course_has_lessons_numbered_once():

@@ -48,7 +48,7 @@ def test_models_lists_each_with_its_own_stages(client, models):
     listed = {m["name"]: m for m in client.get("/api/models").json()["models"]}
     assert set(listed) == set(models)
     assert listed["llama"]["architecture"]["attention"]["kind"] == "GQA"
-    assert [s["id"] for s in listed["t5"]["stages"]] == [s["id"] for s in stages(models["t5"].config)]
+    assert [s["id"] for s in listed["t5"]["stages"]] == [s["id"] for s in stages(models["t5"].net)]
 
 
 def test_every_number_of_the_walk_is_the_trace_s(client, models):
@@ -438,12 +438,10 @@ def test_a_post_norm_step_is_named_for_what_it_computes(models):
     """BERT's step after attention computes LayerNorm(x + out), and says so (it was titled
     "residual add"); a pre-norm model's is the plain sum."""
     bert, llama = models["bert"], models["llama"]
-    titles = {s["id"]: s["title"] for s in stages(bert.config)}
+    titles = {s["id"]: s["title"] for s in stages(bert.net)}
     assert titles["blocks.0.resid_mid"] == "residual add, then LayerNorm: LayerNorm(x + out)"
     assert titles["blocks.0.resid_post"] == "residual add, then LayerNorm: LayerNorm(x + out)"
-    assert {s["id"]: s["title"] for s in stages(llama.config)}[
-        "blocks.0.resid_mid"
-    ] == "residual add: x + out"
+    assert {s["id"]: s["title"] for s in stages(llama.net)}["blocks.0.resid_mid"] == "residual add: x + out"
     names = ["blocks.0.attn.in", "blocks.0.attn.out", "blocks.0.resid_mid"]
     trace = bert.trace(TEXT, names)
     norm = bert.net.stack.blocks[0].attn_norm

@@ -28,7 +28,7 @@ def test_every_stage_expands_with_its_whole_tensor(workshop, models, name):  # n
     workshop.open(model=name, text=TEXT, level="advanced")
     if name != "encoder":
         page.wait_for_selector('#lens[data-state="ready"]', state="attached")
-    plan = [s for s in stages(lm.config) if s["trace"]]
+    plan = [s for s in stages(lm.net) if s["trace"]]
     trace = lm.trace(TEXT, [s["trace"] for s in plan])
     lens = None if name == "encoder" else logit_lens(lm, TEXT, target=int(lm.logits(TEXT)[0, -1].argmax()))
     for stage in plan:

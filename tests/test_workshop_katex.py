@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
 from glassformer.workshop.architecture import stages, summary
@@ -273,7 +274,7 @@ RENDER_ALL = """async ({arch, plan}) => {
     const value = stage.id === "tokens" ? null : { shape, min: -1.5e-4, max: 123456 };
     stage.value = value;
     const ctx = { stage, value, arch, cross, sizes: levels.letterSizes(stage, payload) };
-    box.innerHTML = levels.equation(kind, ctx);
+    box.innerHTML = levels.equation(stage.equation, ctx);
     out[stage.id] = {
       typeset: box.querySelectorAll(".katex .katex-html").length,
       errors: box.querySelectorAll(".katex-error").length,
@@ -289,7 +290,7 @@ RENDER_ALL = """async ({arch, plan}) => {
 def render(workshop: Workshop, config) -> dict[str, dict]:
     """Every step's equation for ``config``, drawn from its summary alone: the stage titles
     are blanked, so no equation can read a value from a title."""
-    plan = [{**stage, "title": ""} for stage in stages(config)]
+    plan = [{**stage, "title": ""} for stage in stages(gf.build(config))]
     return workshop.page.evaluate(RENDER_ALL, {"arch": summary(config), "plan": plan})
 
 
@@ -298,7 +299,7 @@ def test_every_branch_of_the_equations_is_typeset(workshop):
     for name, fields in CONFIGS.items():
         config = tiny(**fields)
         drawn = render(workshop, config)
-        assert drawn.keys() == {s["id"] for s in stages(config)}
+        assert drawn.keys() == {s["id"] for s in stages(gf.build(config))}
         bad = {stage: d for stage, d in drawn.items() if d["typeset"] != 1 or d["errors"]}
         assert bad == {}, f"{name}: {bad}"
     workshop.close()
@@ -495,8 +496,8 @@ def test_the_summary_carries_the_fields_the_equations_need():
 
 def test_cross_attention_has_no_sliding_window_in_the_library_nor_on_the_page():
     config = tiny(**CONFIGS["original"])
-    assert not any(s["id"].endswith("cross_attn.mask") for s in stages(config))
-    assert any(s["id"] == "decoder.blocks.0.attn.mask" for s in stages(config))
+    assert not any(s["id"].endswith("cross_attn.mask") for s in stages(gf.build(config)))
+    assert any(s["id"] == "decoder.blocks.0.attn.mask" for s in stages(gf.build(config)))
     net = tiny_model(**CONFIGS["original"], decoder_start_token_id=0)
     patterns = {}
     with net.hooks({"decoder.blocks.0.*attn.pattern": lambda x, name: patterns.__setitem__(name, x)}):

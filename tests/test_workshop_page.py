@@ -144,7 +144,7 @@ def collapsed_blocks(workshop: Workshop) -> list[str]:
 
 def assert_walk_drawn(workshop: Workshop, lm) -> None:
     """Every step of the model's walk is drawn, in order, or folded into its block's line."""
-    plan = stages(lm.config)
+    plan = stages(lm.net)
     folded = set(collapsed_blocks(workshop))
     assert visible_stages(workshop) == [s["id"] for s in plan if s["group"] not in folded]
     blocks = {s["group"] for s in plan if ".blocks." in f".{s['group']}"}
@@ -340,8 +340,8 @@ def test_encoder_and_encoder_decoder_draw_their_own_stages(workshop, models):
     page = workshop.page
     workshop.open(model="encoder", text=TEXT, level="intermediate")
     assert_walk_drawn(workshop, models["encoder"])
-    assert page.locator(".pred-step").count() == 0
-    assert "encoder" in page.locator(".no-prediction").inner_text()
+    assert page.locator(".pred-token").count() == 0  # no next token: the words its MLM head reads
+    assert page.locator("#prediction .masked-position").count() == len(TEXT)
     assert page.inner_text("#prediction-title") == "What an encoder predicts"  # not "The next token"
     assert sampling_disabled(workshop)
     assert page.locator('[data-stage="blocks.0.attn.mask"]').count() == 0  # bidirectional: no mask step
@@ -480,7 +480,7 @@ def shown_steps(workshop: Workshop) -> list[str]:
 
 def test_teaching_mode_locks_the_form_and_reveals_the_walk_step_by_step(workshop, models):
     lm = models["tiny"]
-    plan = [s["id"] for s in stages(lm.config)]
+    plan = [s["id"] for s in stages(lm.net)]
     workshop.open(model="tiny", text=TEXT, lock="1", level="intermediate")  # the full walk
     page = workshop.page
     assert workshop.query()["lock"] == "1"

@@ -1,13 +1,15 @@
-"""What a model computes, step by step, read from its `ModelConfig`: the workshop's diagram.
+"""What a model computes, step by step: the workshop's diagram.
 
-`stages(config)` lists the steps of one forward pass in order, each with the trace name
-that holds its value (None for a step with no tensor of its own, such as the mask) and
-the letters of its shape. A step the model does not have is not listed: no position
-vectors for RoPE / ALiBi / T5 models, no gate for plain FFNs, cross-attention only in
-an encoder-decoder's decoder, the final norm only where pre-norm blocks need one.
+`stages(net)` lists the steps of one forward pass in order: the model's own hook points
+(`net.hook_points`), each with the trace name that holds its value, and the mask, a step with
+no tensor of its own; each described by the stage catalogue (`stage_catalogue.py`). A step the
+model does not have is not listed: its hook point does not exist (no position vectors for
+RoPE / ALiBi / T5 models, cross-attention only in an encoder-decoder's decoder) or is not a
+step of its pass (`_listed`).
 
+>>> import glassformer as gf
 >>> from glassformer.config import llama_style
->>> [s["id"] for s in stages(llama_style(n_layers=1))][:6]
+>>> [s["id"] for s in stages(gf.build(llama_style(n_layers=1)))][:6]
 ['tokens', 'embed.tokens', 'embed.out', 'blocks.0.attn.in', 'blocks.0.attn.q', 'blocks.0.attn.k']
 
 `summary(config)` also carries every field an equation of the page needs to be the
@@ -23,32 +25,12 @@ and the constants of the position scheme:
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
-
-POSITION_NAMES = {
-    "learned": "learned position vectors, added",
-    "sinusoidal": "sinusoidal position vectors, added",
-    "rope": "RoPE: q and k rotated by position",
-    "alibi": "ALiBi: a distance penalty added to the scores",
-    "t5_relative": "T5 relative position bias added to the scores",
-    "none": "no position information",
-}
-POOLING_NAMES = {  # glassformer/models/classifier.py, pool_sequence
-    "cls": "the first token's vector",
-    "mean": "the mean of the token vectors",
-    "pooler": "tanh(W_p x_0 + b_p), BERT's pooler",
-    "last": "the last token's vector",
-}
-
-
-def attention_kind(config: ModelConfig) -> str:
-    """MHA (g = h), GQA (1 < g < h) or MQA (g = 1)."""
-    if config.n_kv_heads == config.n_heads:
-        return "MHA"
-    return "MQA" if config.n_kv_heads == 1 else "GQA"
+from glassformer.workshop.stage_catalogue import POSITION_NAMES, Context, attention_kind, describe
 
 
 def summary(config: ModelConfig) -> dict[str, Any]:
@@ -147,151 +129,58 @@ def _head(config: ModelConfig) -> dict[str, Any]:
     }
 
 
-def stages(config: ModelConfig) -> list[dict[str, Any]]:
-    """Every step of the forward pass, in order: id, group, title, trace name, shape letters."""
-    out = [_stage("tokens", "input", "tokens", None, "t")]
-    for stack in summary(config)["stacks"]:
-        out += _stack_stages(config, stack)
-    if config.n_classes:  # a classifier ends at its class logits, not at the vocabulary
-        pooling = POOLING_NAMES[config.classifier_pooling]
-        out.append(_stage("classifier.pooled", "output", f"pooled: {pooling}", "classifier.pooled", "d"))
-        logits = "class logits: W_c pooled + b_c"
-        out.append(_stage("classifier.logits", "output", logits, "classifier.logits", "c"))
-    elif config.family != "encoder" or config.mlm_head:
-        head = "the masked-LM head" if config.family == "encoder" else "the LM head"
-        out.append(_stage("logits", "output", f"logits: {head}", "logits", "t v"))
-    else:  # a sentence encoder ends at its sentence vector (glassformer/models/sentence.py)
-        pooling = POOLING_NAMES[config.sentence_pooling]
-        out.append(_stage("sentence.pooled", "output", f"pooled: {pooling}", "sentence.pooled", "d"))
-        out.append(
-            _stage(
-                "sentence.vector", "output", "the sentence vector: pooled / ‖pooled‖", "sentence.vector", "d"
-            )
-        )
+def stages(net) -> list[dict[str, Any]]:
+    """Every step of ``net``'s forward pass, in order: its own hook points (and the mask, which
+    has none), each described by the stage catalogue (`stage_catalogue.describe`): id, group,
+    trace name, title, plain title, words, shape letters, equation, code location."""
+    config = net.config
+    causal = {s["name"]: s["causal"] for s in summary(config)["stacks"]}
+    out = [_stage("tokens", "input", None, "tokens", Context(config))]
+    for name in net.hook_points:
+        if not _listed(name, config):
+            continue
+        stack, layer, cross, kind = _parse(name)
+        ctx = Context(config, causal=causal.get(stack, False) and not cross, cross=cross)
+        out.append(_stage(name, _group(name, stack, layer, kind), name, kind, ctx))
+        if kind == "attn.scores" and (ctx.causal or ctx.window):  # the mask: a step with no tensor
+            mask = name.removesuffix("scores") + "mask"
+            out.append(_stage(mask, out[-1]["group"], None, "attn.mask", ctx))
     return out
 
 
-def _stage(id_: str, group: str, title: str, trace: str | None, shape: str) -> dict[str, Any]:
-    return {"id": id_, "group": group, "title": title, "trace": trace, "shape": shape}
+def _listed(name: str, config: ModelConfig) -> bool:
+    """Whether a hook point is a step of this model's pass. Two are not: a post-norm stack's
+    final norm (the identity: each block already normalized its sum), and the vocabulary head
+    of a model without one (a sentence encoder, a classifier)."""
+    if name.endswith("final_norm"):
+        return config.norm_placement == "pre"
+    if name == "logits":
+        return not config.n_classes and (config.family != "encoder" or config.mlm_head)
+    return True
 
 
-def _stack_stages(config: ModelConfig, stack: dict[str, Any]) -> list[dict[str, Any]]:
-    prefix = f"{stack['name']}." if stack["name"] else ""
-    group = stack["name"] or "embed"
-    out = [_stage(f"{prefix}embed.tokens", group, "token embedding E[T]", f"{prefix}embed.tokens", "t d")]
-    if config.positions in ("learned", "sinusoidal"):
-        out.append(
-            _stage(
-                f"{prefix}embed.positions",
-                group,
-                POSITION_NAMES[config.positions],
-                f"{prefix}embed.positions",
-                "t d",
-            )
-        )
-    out.append(
-        _stage(f"{prefix}embed.out", group, "the stream entering block 0", f"{prefix}embed.out", "t d")
-    )
-    for i in range(stack["layers"]):
-        out += _block_stages(config, f"{prefix}blocks.{i}", stack)
-    if config.norm_placement == "pre":
-        out.append(
-            _stage(
-                f"{prefix}final_norm",
-                f"{prefix}final",
-                f"final {_norm(config)}",
-                f"{prefix}final_norm",
-                "t d",
-            )
-        )
-    return out
+_NAME = re.compile(r"^(?:(encoder|decoder)\.)?(?:blocks\.(\d+)\.)?(.+)$")
 
 
-def _norm(config: ModelConfig) -> str:
-    return "RMSNorm" if config.norm == "rmsnorm" else "LayerNorm"
+def _parse(name: str) -> tuple[str, int | None, bool, str]:
+    """ "decoder.blocks.1.cross_attn.q" -> ("decoder", 1, True, "attn.q") (stages.js parseStage)."""
+    stack, layer, rest = _NAME.match(name).groups()
+    cross = rest.startswith("cross_attn.")
+    return stack or "", None if layer is None else int(layer), cross, rest.replace("cross_attn.", "attn.", 1)
 
 
-def _block_stages(config: ModelConfig, block: str, stack: dict[str, Any]) -> list[dict[str, Any]]:
-    norm, pre = _norm(config), config.norm_placement == "pre"
-    # a post-norm block normalizes each sum: the step is named for what it computes
-    add = "residual add: x + out" if pre else f"residual add, then {norm}: {norm}(x + out)"
-    out = _attention_stages(config, block, "attn", "self-attention", stack["causal"], pre, norm)
-    out.append(_stage(f"{block}.resid_mid", block, add, f"{block}.resid_mid", "t d"))
-    if stack["cross"]:
-        out += _attention_stages(config, block, "cross_attn", "cross-attention", False, pre, norm)
-        out.append(_stage(f"{block}.resid_cross", block, add, f"{block}.resid_cross", "t d"))
-    ffn = f"{block}.ffn"
-    hidden = f"x W_gate (the gate, {config.activation})" if config.gated else "x W_up"
-    act = f"{config.activation}(x W_gate) * x W_up" if config.gated else f"{config.activation}(x W_up)"
-    out += [
-        _stage(
-            f"{ffn}.in",
-            block,
-            f"feed-forward input ({norm} first)" if pre else "feed-forward input",
-            f"{ffn}.in",
-            "t d",
-        ),
-        _stage(f"{ffn}.hidden", block, hidden, f"{ffn}.hidden", "t f"),
-        _stage(f"{ffn}.act", block, act, f"{ffn}.act", "t f"),
-        _stage(f"{ffn}.out", block, "W_down: back to d_model", f"{ffn}.out", "t d"),
-        _stage(
-            f"{block}.resid_post",
-            block,
-            "residual add: x + out" if pre else f"residual add, then {norm}: {norm}(x + out)",
-            f"{block}.resid_post",
-            "t d",
-        ),
-    ]
-    return out
+def _group(name: str, stack: str, layer: int | None, kind: str) -> str:
+    """The part of the walk a step belongs to: a stack's embedding, one of its blocks, its end
+    (the final norm), or the model's output."""
+    prefix = f"{stack}." if stack else ""
+    if layer is not None:
+        return f"{prefix}blocks.{layer}"
+    if kind.startswith("embed."):
+        return stack or "embed"
+    if kind == "final_norm":
+        return f"{prefix}final"
+    return "output"
 
 
-def _attention_stages(config, block: str, part: str, title: str, causal: bool, pre: bool, norm: str):
-    name = f"{block}.{part}"
-    kind = attention_kind(config)
-    kv = "b g s e" if kind != "MHA" else "b h s e"
-    scale = (
-        "Q K^T"
-        if config.attn_scale == 1.0
-        else ("Q K^T / sqrt(d_head)" if config.attn_scale is None else f"Q K^T * {config.attn_scale:g}")
-    )
-    scores_text = scale + (
-        " + position bias" if config.positions in ("alibi", "t5_relative") and part == "attn" else ""
-    )
-    return [
-        _stage(
-            f"{name}.in",
-            block,
-            f"{title} input ({norm} first)" if pre else f"{title} input",
-            f"{name}.in",
-            "t d",
-        ),
-        _stage(
-            f"{name}.q",
-            block,
-            "queries Q" + (" (RoPE applied)" if config.positions == "rope" and part == "attn" else ""),
-            f"{name}.q",
-            "h t e",
-        ),
-        _stage(f"{name}.k", block, f"keys K ({kind})", f"{name}.k", kv[2:]),
-        _stage(f"{name}.v", block, f"values V ({kind})", f"{name}.v", kv[2:]),
-        _stage(f"{name}.scores", block, scores_text, f"{name}.scores", "h t s"),
-        *_mask_stage(config, name, block, causal, windowed=part == "attn"),
-        _stage(f"{name}.pattern", block, "softmax: attention weights", f"{name}.pattern", "h t s"),
-        _stage(f"{name}.z", block, "weighted values: pattern @ V", f"{name}.z", "h t e"),
-        _stage(f"{name}.out", block, "output projection W_O", f"{name}.out", "t d"),
-    ]
-
-
-def _mask_stage(
-    config: ModelConfig, name: str, block: str, causal: bool, windowed: bool
-) -> list[dict[str, Any]]:
-    """The mask step, where the model has one (a single unpadded input needs none otherwise).
-    The sliding window is a self-attention mask: cross-attention sees every encoder token
-    (`TransformerStack.forward` builds it from padding alone)."""
-    window = config.attn_window if windowed else None
-    if not causal and window is None:
-        return []
-    title = "causal mask: no looking ahead" if causal else "mask"
-    if window is not None:
-        title += f", sliding window of {window}"
-    return [_stage(f"{name}.mask", block, title, None, "t s")]
+def _stage(id_: str, group: str, trace: str | None, kind: str, ctx: Context) -> dict[str, Any]:
+    return {"id": id_, "group": group, "trace": trace, **describe(kind, ctx)}

@@ -120,7 +120,7 @@ def _markdown(models: dict[str, Any]):
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
     renderer = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, double_inline=True)
-    steps = {name: {s["id"] for s in stages(lm.config)} for name, lm in models.items()}
+    steps = {name: {s["id"] for s in stages(lm.net)} for name, lm in models.items()}
 
     def link_open(self, tokens, index, options, env):
         token = tokens[index]

@@ -57,7 +57,7 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
     lm = given.lm
     inputs = lm.inputs
     ids, decoder_ids = given.ids()
-    plan = stages(lm.config)
+    plan = stages(lm.net)
     values: dict[str, dict[str, Any]] = {}
 
     def keep(x: torch.Tensor, trace_name: str) -> None:

@@ -22,8 +22,15 @@ from glassformer.sampling import (
     top_k_filter,
     top_p_filter,
 )
+from glassformer.workshop.stage_catalogue import code_location
 
 SHOWN = 12  # tokens listed per step (the probabilities are computed over every token)
+CODE = {  # the function each step of the pipeline runs (its location: stage_catalogue.code_location)
+    "repetition": apply_repetition_penalty,
+    "temperature": apply_temperature,
+    "top_k": top_k_filter,
+    "top_p": top_p_filter,
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Step:
             "text": self.text,
             "kept": kept,
             "entropy": float(-(probs[probs > 0] * probs[probs > 0].log()).sum()),
+            "code": code_location(CODE.get(self.name, next_token)),
             "top": [
                 {"id": int(i), "token": label(int(i)), "p": float(p)}
                 for p, i in zip(top.values, top.indices, strict=True)

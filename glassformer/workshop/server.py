@@ -362,5 +362,5 @@ def _describe(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, An
         "max_seq_len": config.max_seq_len,
         "reads_text": lm.tokenizer is not None,
         "architecture": summary(config),
-        "stages": stages(config),
+        "stages": stages(lm.net),
     }

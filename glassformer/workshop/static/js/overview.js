@@ -213,7 +213,7 @@ function outputBoxes(view) {
   }
   if (payload.classification) {
     const { classes, label } = payload.classification;
-    return stages.flatMap((stage, i) => [...(i ? [arrow()] : []), box({ kind: "head", title: plainTitle(parseStage(stage.id).kind, { stage, arch, cross: false }), pending: !revealed(stage.id), onClick: open(stage),
+    return stages.flatMap((stage, i) => [...(i ? [arrow()] : []), box({ kind: "head", title: plainTitle(stage), pending: !revealed(stage.id), onClick: open(stage),
       summary: stage.id === "classifier.logits" ? el("span", { class: "ov-token" }, `${classes[label].label} ${percent(classes[label].p, 1)}`) : lastTokenStrip(stage, arch.d_model) })]);
   }
   if (arch.sentence) {
@@ -255,8 +255,7 @@ function blockView(view, group) {
   for (const stage of section.stages) {
     const { kind, cross } = parseStage(stage.id);
     const pending = !revealed(stage.id);
-    const ctx = { stage, arch, cross, value: stage.value, sizes: {} };
-    const title = view.level === "beginner" ? plainTitle(kind, ctx) : stage.title;
+    const title = view.level === "beginner" ? plainTitle(stage, cross) : stage.title;
     let summary = null;
     if (kind === "attn.pattern") summary = headTiles(view, stage);
     else if (stage.value?.preview) summary = lastTokenStrip(stage, stage.value.shape[stage.value.shape.length - 1]);

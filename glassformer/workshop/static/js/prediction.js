@@ -5,7 +5,7 @@
 
 import { el } from "./dom.js";
 import { percent, quoted, tokenText } from "./format.js";
-import { PREDICTION_CODE } from "./levels.js";
+import { codeLine } from "./levels.js";
 
 const SHOWN = { beginner: 5, intermediate: 10, advanced: 12 };
 const DECIMALS = { beginner: 1, intermediate: 2, advanced: 2 };
@@ -84,13 +84,13 @@ function stepView(step, prediction, level, vocab) {
     : `${step.kept.toLocaleString("en")} of ${vocab.toLocaleString("en")} tokens kept`;
   const facts = [kept];
   if (level !== "beginner") facts.push(`entropy ${step.entropy.toFixed(3)} nats`);
-  const code = level === "advanced" ? PREDICTION_CODE[step.name] : null;
+  const code = level === "advanced" ? codeLine(step.code) : null;
   return el(
     "section",
     { class: "pred-step", dataset: { step: step.name, kept: step.kept } },
     el("h3", { class: "pred-title" }, title),
     el("p", { class: "pred-facts" }, facts.join(" · "),
-      code ? [" · ", el("code", {}, code[0]), " ", el("code", {}, code[1])] : null),
+      code ? [" · ", code] : null),
     bars(step, prediction.token.id, level),
   );
 }

@@ -10,7 +10,7 @@
 import { el } from "./dom.js";
 import { number, percent, quoted } from "./format.js";
 import { streamNormChart } from "./architecture.js";
-import { explain, letterSizes, plainTitle } from "./levels.js";
+import { plainTitle } from "./levels.js";
 import { unpack } from "./arrays.js";
 import { parseStage, sections } from "./stages.js";
 
@@ -125,9 +125,8 @@ function othersWords(stop, payload) {
 function stopNotes(stop, payload) {
   if (stop.kind === "others") return othersWords(stop, payload);
   if (stop.kind === "sample") return sampleWords(payload);
-  const { kind, cross } = parseStage(stop.id);
-  const ctx = { stage: stop.stage, value: stop.stage.value, arch: payload.architecture, cross, sizes: letterSizes(stop.stage, payload) };
-  const notes = [el("p", { class: "step-explain" }, explain(kind, ctx))];
+  const { kind } = parseStage(stop.id);
+  const notes = [el("p", { class: "step-explain" }, stop.stage.words)];
   if (kind === "logits") notes.push(...(logitWords(payload) ?? []));
   else if (NORM_KINDS.has(kind)) notes.push(el("p", { class: "step-explain tour-why" }, normWords(stop, payload)));
   else if (kind === "embed.tokens" || kind === "ffn.out") notes.push(el("p", { class: "step-explain tour-why" }, featureWords(stop)));
@@ -138,9 +137,8 @@ function stopNotes(stop, payload) {
 function stopTitle(stop, payload) {
   if (stop.kind === "others") return `the other ${stop.blocks.length - 1} blocks do the same`;
   if (stop.kind === "sample") return "pick the next token";
-  const { kind, cross } = parseStage(stop.id);
-  const title = plainTitle(kind, { stage: stop.stage, arch: payload.architecture, cross });
-  const { stack, layer } = parseStage(stop.id);
+  const { kind, cross, stack, layer } = parseStage(stop.id);
+  const title = plainTitle(stop.stage, cross);
   const where = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : stack && kind.startsWith("embed") ? `${stack}: ` : "";
   return where + title;
 }

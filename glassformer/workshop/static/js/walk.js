@@ -6,7 +6,7 @@
 import { unpack } from "./arrays.js";
 import { el } from "./dom.js";
 import { number, shape } from "./format.js";
-import { codeLocation, equation, explain, letterSizes, plainTitle } from "./levels.js";
+import { codeLine, equation, letterSizes, plainTitle } from "./levels.js";
 import { meanOverHeads, sparkline } from "./norms.js";
 import { parseStage, sections } from "./stages.js";
 
@@ -61,15 +61,15 @@ function stepRow(stage, view) {
       onclick: openable ? () => view.onSelect(selected === stage.id ? "" : stage.id) : null,
     },
     el("span", { class: "step-dot", "aria-hidden": "true" }),
-    el("span", { class: "step-title" }, level === "beginner" ? plainTitle(kind, ctx) : stage.title),
+    el("span", { class: "step-title" }, level === "beginner" ? plainTitle(stage, cross) : stage.title),
     level !== "beginner" ? el("span", { class: "step-shape" }, shapeText(stage, payload)) : null,
     level === "advanced" && stage.trace ? el("code", { class: "step-trace" }, stage.trace) : null,
     norms ? sparkline(norms, "‖x‖ per token") : null,
   );
   const notes = [];
-  if (level === "beginner") notes.push(el("p", { class: "step-explain" }, explain(kind, ctx)));
+  if (level === "beginner") notes.push(el("p", { class: "step-explain" }, stage.words));
   else {
-    const maths = equation(kind, ctx);
+    const maths = equation(stage.equation, ctx);
     if (maths) notes.push(el("p", { class: "step-eq", html: maths }));
   }
   const lessons = view.lessonsFor?.(kind) ?? [];
@@ -78,12 +78,11 @@ function stepRow(stage, view) {
       lessons.flatMap((lesson, i) => [i ? " · " : "", el("a", { href: `lessons?lesson=${lesson.number}`, class: "lesson-link", title: `lesson ${lesson.number}: ${lesson.title}`, dataset: { lesson: lesson.number } }, String(lesson.number))])));
   }
   if (level === "advanced") {
-    const code = codeLocation(kind, cross);
     notes.push(
       el(
         "p",
         { class: "step-code" },
-        code ? [el("code", {}, code[0]), " · ", el("code", {}, code[1])] : null,
+        codeLine(stage.code),
         stage.value ? el("span", { class: "step-range" }, ` min ${number(stage.value.min)}, max ${number(stage.value.max)}`) : null,
       ),
     );
