@@ -18,7 +18,9 @@ MAX_STOPS = 20
 @pytest.fixture(scope="module")
 def models() -> dict[str, gf.LanguageModel]:
     encoder = char_lm(family="encoder", norm_placement="post")
-    classifier = with_classifier(char_lm(family="encoder").net, 3, pooling="mean", class_names=("a", "b", "c"))
+    classifier = with_classifier(
+        char_lm(family="encoder").net, 3, pooling="mean", class_names=("a", "b", "c")
+    )
     return {
         "decoder": char_lm(positions="rope", n_kv_heads=2, norm="rmsnorm", activation="swiglu"),
         "sentence": char_lm(family="encoder", mlm_head=False),
@@ -59,14 +61,18 @@ def test_the_overview_draws_each_model_s_own_parts(workshop, models, model, endi
     page = workshop.page
     kinds = boxes(page)
     stacks = 2 if lm.config.family == "encoder_decoder" else 1
-    assert kinds.count("block") == stacks and kinds.count("embed") == stacks and kinds.count("tokens") == stacks
+    assert (
+        kinds.count("block") == stacks and kinds.count("embed") == stacks and kinds.count("tokens") == stacks
+    )
     assert kinds[-len(ending) :] == ending
     block = page.locator("#overview .ov-block").first.inner_text()
     layers = lm.config.n_layers
     assert f"Block × {layers}" in block
     assert page.locator("#overview .ov-block").first.locator(".ov-bar").count() == layers  # one way into each
     if model == "decoder":
-        assert "4 query heads, 2 key/value heads (GQA)" in block and "RoPE" in block and "gated swiglu" in block
+        assert (
+            "4 query heads, 2 key/value heads (GQA)" in block and "RoPE" in block and "gated swiglu" in block
+        )
         assert "RMSNorm" in block
         top = page.locator("#overview .ov-top li").first.inner_text()
         assert top.startswith("\u2018") and "%" in top  # the likeliest next token, from this pass
@@ -74,10 +80,14 @@ def test_the_overview_draws_each_model_s_own_parts(workshop, models, model, endi
         assert "cross-attention" in page.locator("#overview").inner_text()
     stops = tour(page)
     assert stops[0] == "tokens" and len(stops) <= MAX_STOPS
-    explained = page.locator("#walk .tour-stop").evaluate_all("ss => ss.map(s => Boolean(s.querySelector('.step-explain')))")
+    explained = page.locator("#walk .tour-stop").evaluate_all(
+        "ss => ss.map(s => Boolean(s.querySelector('.step-explain')))"
+    )
     assert all(explained)
     workshop.shot(f"overview_{model}")
-    workshop.close(allowed_errors=(BROWSER_400,) if model == "sentence" else ())  # its default second sentence is not lower-case
+    workshop.close(
+        allowed_errors=(BROWSER_400,) if model == "sentence" else ()
+    )  # its default second sentence is not lower-case
 
 
 def test_zooming_goes_from_the_model_to_one_query_and_key(workshop, models):
