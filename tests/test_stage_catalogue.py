@@ -13,7 +13,8 @@ import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.models.fine_tune import with_classifier
 from glassformer.workshop.architecture import stages
-from glassformer.workshop.stage_catalogue import CATALOGUE, Context
+from glassformer.workshop.stage_catalogue import CATALOGUE
+from glassformer.workshop.stage_words import Context
 
 REPO = Path(__file__).resolve().parents[1]
 STATIC = REPO / "glassformer" / "workshop" / "static" / "js"
@@ -54,7 +55,8 @@ def test_the_steps_are_worded_for_the_model():
     assert by_id["blocks.0.resid_mid"]["title"] == "residual add, then LayerNorm: LayerNorm(x + out)"
     assert "post-norm" in by_id["blocks.0.resid_mid"]["words"]
     llama = {s["id"]: s for s in stages(gf.build(CONFIGS["llama"]))}
-    assert llama["blocks.0.attn.k"]["title"] == "keys K (MQA)" and llama["blocks.0.attn.k"]["shape"] == "g s e"
+    keys = llama["blocks.0.attn.k"]
+    assert keys["title"] == "keys K (MQA)" and keys["shape"] == "g s e"
     assert llama["blocks.0.attn.mask"]["title"] == "causal mask: no looking ahead, sliding window of 3"
     assert llama["blocks.0.attn.q"]["code"]["name"] == "Attention._self_projections"
     t5 = {s["id"]: s for s in stages(gf.build(CONFIGS["t5"]))}

@@ -103,6 +103,8 @@ def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
     assert status == 200
     progress = runs / "induction-lab" / PROGRESS
     wait_for(lambda: progress.exists() and progress.stat().st_size > 0, "the first steps")
+    busy = call(url, "api/lab/estimate", {"preset": "induction", "fields": {"model.d_model": 48}})
+    assert busy == (200, {"seconds": None, "reason": "measured once no run is training"})  # it would slow it
     assert call(url, "api/lab/pause", {})[1]["status"] == "paused"
     time.sleep(0.5)  # a step in flight may still land
     size = progress.stat().st_size
@@ -152,6 +154,26 @@ def test_the_lab_follows_a_run_started_from_the_command_line(lab):
     assert [line["step"] for batch in seen["metrics"] for line in batch] == [10, 20, 30]
 
 
+def test_a_preset_tells_its_time_on_this_machine(lab):
+    """This machine's pace for the preset's model, measured once, times its steps and evaluations:
+    twice the steps (and so twice the evaluations) take twice as long."""
+    url, _ = lab
+    status, once = call(url, "api/lab/estimate", {"preset": "induction", "fields": SMALL})
+    assert status == 200 and (once["steps"], once["evaluations"]) == (40, 4)
+    assert 0 < once["step_s"] and 0 < once["evaluation_s"]
+    assert once["seconds"] == pytest.approx(40 * once["step_s"] + 4 * once["evaluation_s"])
+    status, twice = call(
+        url, "api/lab/estimate", {"preset": "induction", "fields": {**SMALL, "train.steps": 80}}
+    )
+    assert status == 200 and twice["step_s"] == once["step_s"]  # the same model: its pace is kept
+    assert twice["seconds"] == pytest.approx(2 * once["seconds"])
+    status, wider = call(
+        url, "api/lab/estimate", {"preset": "induction", "fields": {**SMALL, "model.d_model": 48}}
+    )
+    assert status == 200 and wider["step_s"] != once["step_s"]  # another model: measured anew
+    assert call(url, "api/lab")[1]["state"]["status"] == "idle"  # measured in the server: no run started
+
+
 def test_a_fine_tuning_preset_keeps_its_pretrained_architecture(lab):
     url, _ = lab
     presets = {p["name"]: p for p in call(url, "api/lab")[1]["presets"]}
@@ -179,8 +201,9 @@ def test_a_fine_tuning_preset_keeps_its_pretrained_architecture(lab):
 )
 def test_bad_lab_requests_are_explained(lab, body, message):
     url, _ = lab
-    status, answer = call(url, "api/lab/start", body)
-    assert status == 400 and message in answer["error"], answer
+    for route in ("api/lab/start", "api/lab/estimate"):
+        status, answer = call(url, route, body)
+        assert status == 400 and message in answer["error"], (route, answer)
     assert call(url, "api/lab/pause", {}) == (400, {"error": "no run is training now: nothing to pause"})
     status, answer = call(url, "api/lab/continue", {"run": "../etc"})
     assert status == 400 and "must be the name of a run" in answer["error"]

@@ -5,6 +5,7 @@ come back to the run after a reload. Runs live under the test's tmp_path."""
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import urllib.error
 import urllib.request
@@ -14,7 +15,7 @@ import pytest
 from glassformer.inspect.film import read_film
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import char_lm
-from tests.test_workshop_page import Workshop
+from tests.test_workshop_page import BROWSER_400, Workshop
 from tests.workshop_server import auth, serving
 
 STEPS, EVAL = 60, 15
@@ -36,6 +37,56 @@ def lab_page(browser, tmp_path):
             urllib.request.urlopen(stop, timeout=60)
 
 
+def test_each_preset_tells_its_time_here_measuring_first(lab_page):
+    lab, _ = lab_page
+    page = lab.page
+    held = []  # the first estimate's request, held: the page says it is measuring meanwhile
+    page.route("**/api/lab/estimate", lambda route: held.append(route) if not held else route.continue_())
+    page.goto(f"{lab.base}lab")
+    page.wait_for_function("() => document.querySelector('#preset-estimate')?.textContent === 'measuring…'")
+    held[0].continue_()
+    page.wait_for_selector("#preset-estimate[data-seconds]", state="attached")
+    seconds = float(page.get_attribute("#preset-estimate", "data-seconds"))
+    assert seconds > 0 and "steps ×" in page.get_attribute("#preset-estimate", "title")
+    page.fill('[name="train.steps"]', "1200")  # twice the preset's 600
+    page.dispatch_event('[name="train.steps"]', "change")
+    page.wait_for_function(
+        f"() => document.querySelector('#preset-estimate').dataset.seconds > {1.5 * seconds}"
+    )
+    doubled = float(page.get_attribute("#preset-estimate", "data-seconds"))
+    assert doubled == pytest.approx(2 * seconds)
+    page.fill('[name="model.n_heads"]', "3")  # 64 is not divisible by 3: told before Start
+    page.dispatch_event('[name="model.n_heads"]', "change")
+    page.wait_for_selector("#preset-estimate:not([data-seconds])", state="attached")
+    page.wait_for_function(
+        "() => document.querySelector('#preset-estimate').textContent.includes('no model')"
+    )
+    lab.close(allowed_errors=(BROWSER_400,))  # the refused settings' answer
+
+
+def test_the_time_left_counts_evaluations_and_ignores_a_pause(lab_page):
+    """`lab_pace.secondsLeft` on a run of 600 steps of 10 ms with an evaluation of 0.5 s every 25
+    steps, paused for a minute at step 80, read at step 100: 500 steps and 20 evaluations left."""
+    lab, _ = lab_page
+    lab.page.goto(f"{lab.base}lab")
+    left = lab.page.evaluate(
+        """async () => {
+            const { secondsLeft } = await import("./static/js/lab_pace.js");
+            const progress = [], metrics = [];
+            let time = 1000;
+            for (let step = 1; step <= 100; step++) {
+                time += 0.01 + (step === 81 ? 60 : 0) + ((step - 1) % 25 === 0 && step > 1 ? 0.5 : 0);
+                progress.push({ step, steps: 600, time: Math.round(time * 1000) / 1000 });
+                if (step % 25 === 0) metrics.push({ step });
+            }
+            return [secondsLeft(progress.slice(0, 2), []), secondsLeft(progress, metrics)];
+        }"""
+    )
+    assert left[0] is None  # a step in: no pace to tell yet
+    assert left[1] == pytest.approx(500 * 0.01 + 20 * 0.5, rel=0.02)
+    lab.close()
+
+
 def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     lab, runs = lab_page
     page = lab.page
@@ -47,6 +98,8 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     assert page.inner_text("#preset-summary").startswith("Characters of Shakespeare")
     page.select_option("#preset", "induction")
     assert page.input_value('[name="train.steps"]') == "600"  # the preset's own values
+    page.wait_for_selector("#preset-estimate[data-seconds]", state="attached")
+    assert re.fullmatch(r"about \d+ (s|min) on this machine", page.inner_text("#preset-estimate"))
     page.fill('[name="train.steps"]', str(STEPS))
     page.fill('[name="train.eval_interval"]', str(EVAL))
     page.fill('[name="model.d_model"]', "32")
@@ -54,6 +107,9 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.wait_for_selector('body[data-state="running"]', state="attached")
     assert page.locator("#start").is_disabled()  # one run at a time
     assert "0 s to go" not in page.inner_text("#eta")  # no estimate before there is a pace
+    page.fill('[name="model.n_layers"]', "3")  # another model's time: not measured beside the run
+    page.dispatch_event('[name="model.n_layers"]', "change")
+    page.wait_for_selector("#preset-estimate:text('measured once no run is training')")
     page.wait_for_function("Number(document.querySelector('#charts').dataset.points) >= 5")
     assert page.locator('#charts [data-chart="loss"] polyline').count() >= 1
     page.click("#pause")
@@ -62,6 +118,7 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.wait_for_selector('body[data-state="running"], body[data-state="done"]', state="attached")
     page.wait_for_selector('body[data-state="done"]', state="attached")
     assert page.locator("#start").is_enabled() and "to go" not in page.inner_text("#eta")
+    page.wait_for_selector("#preset-estimate[data-seconds]", state="attached")  # measured once it ended
     page.wait_for_selector(f'#film[data-frames="{STEPS // EVAL}"]', state="attached")
     frames = read_film(runs / "induction-lab")
     assert [f["step"] for f in frames] == list(range(EVAL, STEPS + 1, EVAL))

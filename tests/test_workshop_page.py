@@ -246,7 +246,9 @@ def test_each_level_renders(workshop, models):
         assert key <= query  # causal: no line to a later token
         assert abs(float(line.get_attribute("data-weight")) - float(mean[query, key])) <= WEIGHT_STEP
     assert page.locator(".pred-step").count() >= 1 and page.locator(".pred-token").is_visible()
-    explained = page.locator(".step").evaluate_all("steps => steps.map(s => Boolean(s.querySelector('.step-explain')))")
+    explained = page.locator(".step").evaluate_all(
+        "steps => steps.map(s => Boolean(s.querySelector('.step-explain')))"
+    )
     assert explained and all(explained)  # every stop of the tour says what it means
     assert page.locator(".step-trace").count() == 0 and page.locator(".step-eq").count() == 0
     workshop.shot("beginner")
@@ -609,14 +611,16 @@ def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, mode
     page.keyboard.press("Home")
     assert shown_steps(workshop) == plan[:1]
     options = page.locator(".reveal-jump option").all_inner_texts()
-    assert options[1:5] == ["the tokens", "embeddings", "block 0", "the other blocks"] and "the output" in options
+    assert options[1:5] == ["the tokens", "embeddings", "block 0", "the other blocks"]
+    assert "the output" in options
     page.select_option(".reveal-jump", label="block 0")
     assert current.get_attribute("data-stage") == next(s for s in plan if s.startswith("blocks.0."))
     workshop.shot("teaching-projector", full_page=False)
     # a shared link's opened step: the reveal starts there, and the step stays in the link
     workshop.open(model="tiny", text=TEXT, lock="1", level="beginner", stage="blocks.0.attn.scores")
     assert current.get_attribute("data-stage") == "blocks.0.attn.scores"
-    assert page.locator(".reveal-count").inner_text() == f"step {plan.index('blocks.0.attn.scores') + 1} of {len(plan)}"
+    at = plan.index("blocks.0.attn.scores") + 1
+    assert page.locator(".reveal-count").inner_text() == f"step {at} of {len(plan)}"
     assert workshop.query()["stage"] == "blocks.0.attn.scores"
     workshop.close()
 

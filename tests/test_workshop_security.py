@@ -36,6 +36,7 @@ JSON_ROUTES = [
     "/api/generate",
     "/api/attention_change",
     "/api/lab/open",
+    "/api/lab/estimate",
     "/api/lab/start",
     "/api/lab/continue",
 ]

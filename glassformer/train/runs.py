@@ -196,6 +196,24 @@ def _prepare_task(run: RunConfig) -> Prepared:
     return Prepared(net, task.tokenizer, train, val, sample, extra_eval)
 
 
+def pretrained_classifier(run: RunConfig) -> tuple[TransformerModel, Tokenizer]:
+    """``train.init_from`` (a registry name such as "minilm-l6", a Hugging Face checkpoint or a
+    run directory) under a new head of the genres, its ``[model]`` fields applied; and its own
+    tokenizer."""
+    from glassformer.loading import load
+
+    if run.data.tokenizer != "pretrained":
+        raise ValueError(
+            f"train.init_from={run.train.init_from!r} reads its own tokenizer's ids: "
+            "set data.tokenizer='pretrained'"
+        )
+    pretrained = load(run.train.init_from, fast_paths=False)
+    fields = dict(run.model)
+    pooling = fields.pop("classifier_pooling", None)
+    net = with_classifier(pretrained.net, len(GENRES), pooling=pooling, class_names=GENRES, **fields)
+    return net, pretrained.tokenizer
+
+
 def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
     """The genre task: passages tokenized (at most ``train.context`` tokens, a closing [SEP]
     kept), a model from scratch or ``train.init_from`` under a new head, balanced batches."""
@@ -207,17 +225,7 @@ def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
     split = shakespeare_genres(data_dir, **run.data.task)
     s, n_classes = run.train, len(GENRES)
     if s.init_from != "scratch":
-        from glassformer.loading import load
-
-        if run.data.tokenizer != "pretrained":
-            raise ValueError(
-                f"train.init_from={s.init_from!r} reads its own tokenizer's ids: "
-                "set data.tokenizer='pretrained'"
-            )
-        pretrained = load(s.init_from, fast_paths=False)
-        tokenizer, fields = pretrained.tokenizer, dict(run.model)
-        pooling = fields.pop("classifier_pooling", None)
-        net = with_classifier(pretrained.net, n_classes, pooling=pooling, class_names=GENRES, **fields)
+        net, tokenizer = pretrained_classifier(run)
     else:
         if run.data.tokenizer == "pretrained":
             raise ValueError(

@@ -40,8 +40,16 @@ from typing import Any
 from glassformer.config import ModelConfig
 from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
 from glassformer.models.size import ModelTooLarge, check_size
+from glassformer.train.pace import Pace, estimate_seconds, evaluations, measure
 from glassformer.train.run_lock import Holder, holder
-from glassformer.train.settings import TrainConfig, apply_overrides, load_preset, preset_names, preset_summary
+from glassformer.train.settings import (
+    RunConfig,
+    TrainConfig,
+    apply_overrides,
+    load_preset,
+    preset_names,
+    preset_summary,
+)
 from glassformer.workshop.trainer_process import TrainerProcess
 
 # field -> (kind, allowed values or (least, most)): what the lab's form may change
@@ -71,6 +79,8 @@ class Lab:
         self.trainer: TrainerProcess | None = None
         self.run: str | None = None
         self._adopting = threading.Lock()  # routes read the state while an action runs
+        self._measuring = threading.Lock()  # one pace measured at a time (`estimate`)
+        self._paces: dict[tuple[str, str], Pace] = {}  # (preset, its model table) -> its pace here
         self.adopt()  # a trainer a previous server (or the command line) left running
 
     # what the form offers -------------------------------------------------------------------
@@ -107,30 +117,42 @@ class Lab:
             for field, (kind, limits) in FIELDS.items()
         }
 
+    def estimate(self, preset: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """About how long ``preset`` with ``fields`` changed trains on this machine:
+        {seconds, step_s, evaluation_s, steps, evaluations}, or {seconds: None, reason}.
+
+        The pace of a model shape is measured once, by a few of its own optimizer steps and an
+        evaluation (`glassformer.train.pace`), and kept for the server's life; the steps and
+        the evaluation interval only multiply it. It is not measured while a run trains: the
+        two would slow each other, and the slow pace would be kept."""
+        run = self._run_config(preset, fields)
+        shape = (preset, json.dumps(run.model, sort_keys=True))
+        with self._measuring:
+            pace = self._paces.get(shape)
+            if pace is None:
+                self.adopt()
+                if self._own_alive():
+                    return {"seconds": None, "reason": "measured once no run is training"}
+                try:
+                    pace = self._paces[shape] = measure(run)
+                except OSError as error:  # a pretrained model or a tokenizer that is not installed
+                    raise ValueError(f"{preset} cannot be timed here: {error}") from None
+        return {
+            "seconds": estimate_seconds(run, pace),
+            "step_s": pace.step_s,
+            "evaluation_s": pace.evaluation_s,
+            "steps": run.train.steps,
+            "evaluations": evaluations(run),
+        }
+
     # the process -----------------------------------------------------------------------------
     def start(self, preset: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Start ``preset`` with ``fields`` changed, in ``runs/<preset>-lab`` (replaced)."""
-        if preset not in preset_names():
-            raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
-        pretrained = _pretrained(load_preset(preset).to_dict())
-        fixed = [field for field in fields if field in _fixed_fields(pretrained)]
-        if fixed:
-            raise ValueError(
-                f"{preset} fine-tunes {pretrained}, so its architecture is {pretrained}'s: "
-                f"{', '.join(fixed)} cannot change (the training fields can)"
-            )
-        overrides = [f"{field}={_checked(field, value)}" for field, value in fields.items()]
-        try:  # the whole config checked here, so a bad mix is a message, not a failed process
-            config = apply_overrides(load_preset(preset), overrides).model_config(vocab_size=256)
-            check_size(config)  # as `build` will, before the process is even started
-        except ModelTooLarge:
-            raise  # its message says what to do
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"these settings make no model: {error}") from None
+        self._run_config(preset, fields)  # checked here, so a bad mix is a message, not a failed process
         self._refuse_if_busy()
         self.run = f"{preset}{LAB_SUFFIX}"
         command = ["train", "--preset", preset, "--out", str(self.runs_root / self.run), "--overwrite"]
-        for assignment in overrides:
+        for assignment in _overrides(fields):
             command += ["--set", assignment]
         self._launch(command)
         return self.state()
@@ -240,6 +262,28 @@ class Lab:
         return directory
 
     # inside -------------------------------------------------------------------------------------
+    def _run_config(self, preset: str, fields: dict[str, Any]) -> RunConfig:
+        """``preset`` with ``fields`` changed, checked as a whole: each field, the fields a
+        fine-tuning preset fixes, and the model they make (valid, and not too large here)."""
+        if preset not in preset_names():
+            raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
+        pretrained = _pretrained(load_preset(preset).to_dict())
+        fixed = [field for field in fields if field in _fixed_fields(pretrained)]
+        if fixed:
+            raise ValueError(
+                f"{preset} fine-tunes {pretrained}, so its architecture is {pretrained}'s: "
+                f"{', '.join(fixed)} cannot change (the training fields can)"
+            )
+        overrides = _overrides(fields)
+        try:
+            run = apply_overrides(load_preset(preset), overrides)
+            check_size(run.model_config(vocab_size=256))  # as `build` will, before any process starts
+        except ModelTooLarge:
+            raise  # its message says what to do
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"these settings make no model: {error}") from None
+        return run
+
     def _launch(self, arguments: list[str]) -> None:
         self.runs_root.mkdir(parents=True, exist_ok=True)
         log = open(self.runs_root / f".{self.run}.log", "wb")  # noqa: SIM115 (the child writes it)
@@ -323,6 +367,11 @@ def _default(table: str, key: str) -> Any:
     kind = ModelConfig if table == "model" else TrainConfig
     field = kind.__dataclass_fields__.get(key)
     return None if field is None or field.default is dataclasses.MISSING else field.default
+
+
+def _overrides(fields: dict[str, Any]) -> list[str]:
+    """The lab's ``fields`` as the trainer's ``--set`` assignments, each checked (`_checked`)."""
+    return [f"{field}={_checked(field, value)}" for field, value in fields.items()]
 
 
 def _checked(field: str, value: Any) -> str:

@@ -3,6 +3,9 @@
     GET  /lab                   the lab's page (static/lab.html)
     GET  /api/lab               {presets: [{name, summary, fields, pretrained, fixed}], default,
                                  fields, runs, state}
+    POST /api/lab/estimate      {preset, fields} -> {seconds, step_s, evaluation_s, steps, evaluations}:
+                                 about how long it trains here, its pace measured on first asking
+                                 ({seconds: null, reason} while a run trains)
     POST /api/lab/start         {preset, fields: {"model.n_layers": 2, ...}} -> state
     POST /api/lab/pause | /api/lab/resume | /api/lab/stop             -> state
     POST /api/lab/continue      {run} -> state: a stopped run goes on from its checkpoint
@@ -45,7 +48,7 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
     """The routes above for ``lab``; ``page`` is the lab's HTML file; ``stopping``, once set,
     ends the event streams (the server is going down)."""
     stopping = stopping or threading.Event()
-    actions = asyncio.Lock()  # one start / stop at a time
+    actions = asyncio.Lock()  # one start / stop / pace measurement at a time
 
     async def act(fn, *args) -> JSONResponse:
         async with actions:
@@ -65,6 +68,10 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
             }
 
         return JSONResponse(await anyio.to_thread.run_sync(read))
+
+    async def estimate(request: Request) -> JSONResponse:
+        body = await read_request(request, LabStartRequest)
+        return await act(lab.estimate, body.preset, dict(body.fields))  # a start waits for its measurement
 
     async def start(request: Request) -> JSONResponse:
         body = await read_request(request, LabStartRequest)
@@ -100,6 +107,7 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
     return [
         Route("/lab", lambda request: FileResponse(page)),
         Route("/api/lab", overview),
+        Route("/api/lab/estimate", estimate, methods=["POST"]),
         Route("/api/lab/start", start, methods=["POST"]),
         Route("/api/lab/pause", pause, methods=["POST"]),
         Route("/api/lab/resume", resume, methods=["POST"]),

@@ -15,7 +15,7 @@ where the model is known: `limits.py` and the library.
     ExplainRequest     {model, text, method, target?, keep_first?, samples?}
     AttentionChangeRequest {model, base, text, layer?, head?}
     RunRequest         {run}                      the lab's continue, a run opened as a model
-    LabStartRequest    {preset, fields: {"train.steps": 300, ...}}
+    LabStartRequest    {preset, fields: {"train.steps": 300, ...}}   the lab's start, and its estimate
     ViewQuery, CostsQuery, EventsQuery, SourceQuery    the query strings of the GET routes
 """
 

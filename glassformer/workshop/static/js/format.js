@@ -54,3 +54,10 @@ export function count(n) {
 export function shape(sizes) {
   return `[${sizes.join(", ")}]`;
 }
+
+/** A time as a person says it: 8.4 -> "8 s", 677 -> "11 min", 5400 -> "1.5 h". */
+export function duration(seconds) {
+  if (seconds < 59.5) return `${Math.max(1, Math.round(seconds))} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}

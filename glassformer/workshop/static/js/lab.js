@@ -5,9 +5,10 @@
 // follows a run started from the command line too. State lives in this module only.
 
 import { el } from "./dom.js";
-import { number } from "./format.js";
+import { duration, number } from "./format.js";
 import { lineChart } from "./lab_charts.js";
 import { renderFilm } from "./lab_film.js";
+import { secondsLeft } from "./lab_pace.js";
 
 const $ = (id) => document.getElementById(id);
 const LAB_URL = "api/lab";
@@ -19,13 +20,15 @@ let source = null; // its EventSource
 let data = freshData();
 let filmIndex = null; // the frame shown (null: the latest)
 let filmCompared = null; // a second frame to compare it with (null: none)
+let estimatesAsked = 0; // the preset estimates asked for: only the latest answer is shown
+let estimateWaits = false; // refused while a run trains: asked again once the lab's run ends
+let labWasBusy = false; // the lab's own run was training or paused at the last drawing
 
 function freshData() {
   return { progress: [], metrics: [], film: [], state: null };
 }
 
 const BUSY = ["running", "paused", "training elsewhere", "paused elsewhere"];
-const ETA_WINDOW = 20; // steps the time estimate is measured over (the recent pace, not the start's)
 let clearMessageWhen = null; // (status) -> true once the cause of the message shown has gone
 
 /** Show ``text``; ``until(status)``, if given, clears it once the run's status says its cause
@@ -36,14 +39,11 @@ function showMessage(text, until = null) {
   clearMessageWhen = text ? until : null;
 }
 
-/** "about 40 s to go", from the pace of the last steps; "" before there is a pace to tell. */
-function timeLeft(progress, status) {
-  const recent = progress.slice(-ETA_WINDOW);
-  const last = recent.at(-1);
-  if (status !== "running" || recent.length < 3 || last.time - recent[0].time < 1) return "";
-  const perStep = (last.time - recent[0].time) / (last.step - recent[0].step);
-  const left = Math.max(0, last.steps - last.step) * perStep;
-  return left < 60 ? ` · about ${Math.max(1, Math.round(left))} s to go` : ` · about ${Math.round(left / 60)} min to go`;
+/** " · about 40 s to go" while the run trains, from its own pace (lab_pace.js); "" before
+ * there is a pace to tell. */
+function timeLeft(progress, metrics, status) {
+  const left = status === "running" ? secondsLeft(progress, metrics) : null;
+  return left === null ? "" : ` · about ${duration(left)} to go`;
 }
 
 async function post(path, body = {}) {
@@ -72,8 +72,10 @@ function drawForm() {
   form.replaceChildren(
     el("label", { class: "field" }, el("span", { class: "field-name" }, "preset"), preset),
     el("p", { id: "preset-summary", class: "hint" }),
+    el("p", { id: "preset-estimate", class: "hint" }),
     ...fields,
   );
+  form.addEventListener("change", (event) => { if (event.target.name in overview.fields) showEstimate(); });
   fillFields();
 }
 
@@ -87,6 +89,40 @@ function fillFields() {
     input.disabled = chosen.fixed.includes(name);
     input.title = input.disabled ? `fixed: ${chosen.name} fine-tunes ${chosen.pretrained}, whose architecture it keeps` : "";
   }
+  showEstimate();
+}
+
+/** How long the preset with the fields chosen trains on this machine: the server times a few
+ * of its model's own steps on first asking (glassformer/train/pace.py), "measuring…" until
+ * then; an answer to an older choice is dropped. */
+async function showEstimate() {
+  const asked = ++estimatesAsked;
+  estimateWaits = false;
+  drawEstimate("measuring…");
+  let answer;
+  try {
+    answer = await post("/estimate", { preset: $("preset").value, fields: changedFields() });
+  } catch (error) {
+    answer = { error: error.message }; // e.g. "these settings make no model: …", before Start
+  }
+  if (asked !== estimatesAsked) return;
+  estimateWaits = answer.seconds === null && !answer.error;
+  if (answer.error) drawEstimate(answer.error);
+  else if (answer.seconds === null) drawEstimate(`time on this machine: ${answer.reason}`);
+  else {
+    const how = `measured here: ${answer.steps} steps × ${number(1000 * answer.step_s, 3)} ms and ` +
+      `${answer.evaluations} evaluations × ${number(answer.evaluation_s, 3)} s; ` +
+      "starting the process and preparing the data come on top";
+    drawEstimate(`about ${duration(answer.seconds)} on this machine`, answer.seconds, how);
+  }
+}
+
+function drawEstimate(text, seconds = null, how = "") {
+  const line = $("preset-estimate");
+  line.textContent = text;
+  line.title = how;
+  if (seconds === null) delete line.dataset.seconds;
+  else line.dataset.seconds = String(seconds);
 }
 
 /** The fields that differ from the preset's own values (only those are sent). */
@@ -172,7 +208,7 @@ function drawAll() {
   $("charts").dataset.points = String(progress.length);
   const last = progress.at(-1);
   if (last) {
-    const pace = timeLeft(progress, state?.status);
+    const pace = timeLeft(progress, metrics, state?.status);
     $("eta").textContent = `step ${last.step} of ${last.steps} · loss ${number(last.loss, 3)} · ${number(last.tokens_per_s, 3)} tokens/s${pace}`;
   } else {
     $("eta").textContent = following ? "waiting for the first step…" : "Choose a run to follow, or start one.";
@@ -195,6 +231,9 @@ function drawAll() {
   $("stop").disabled = !(own && (status === "running" || status === "paused"));
   $("continue").disabled = !following || BUSY.includes(status);
   $("start").disabled = BUSY.includes(status) || BUSY.includes(overview.state?.status); // one run at a time
+  const labBusy = BUSY.includes(overview.state?.status);
+  if (estimateWaits && labWasBusy && !labBusy) showEstimate();
+  labWasBusy = labBusy;
   $("open").disabled = !following || !progress.length;
 }
 

@@ -38,6 +38,7 @@ async function showSource(name) {
     $("code-source").textContent = code.source;
     $("code-panel").hidden = false;
     $("code-panel").dataset.name = name;
+    $("code-panel").scrollIntoView({ block: "nearest" }); // a narrow window has it below the lesson
   } catch (error) {
     showMessage(error.message);
   }
