@@ -82,6 +82,7 @@ export function range(values) {
  * stays visible where a mean would fade it (an infinity counts as largest; NaN only fills
  * a block of nothing else). */
 export function poolLargest(array, factor) {
+  if (factor <= 1) return array;
   const [rows, cols] = array.shape;
   const pooledRows = Math.ceil(rows / factor);
   const pooledCols = Math.ceil(cols / factor);

@@ -2,9 +2,11 @@
 // as lines from each token on the left (the one looking: a query) to the tokens on the
 // right it looks at (keys); a line's strength is its weight. The walk payload carries the
 // averaged pattern for short inputs (`mean_pattern`); for longer ones the layer's whole
-// pattern (h t s) is fetched and averaged here.
+// pattern (h t s) is fetched and averaged here. Past 128 tokens the lines would be
+// thousands: the same weights are drawn as a map instead (attention_canvas.js).
 
 import { meanFirst, unpack } from "./arrays.js";
+import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
 import { el, svg } from "./dom.js";
 import { quoted, tokenText } from "./format.js";
 import { attentionParts, axisTokens } from "./stages.js";
@@ -68,6 +70,32 @@ function drawLines(pattern, queries, keys) {
   return picture;
 }
 
+/** A long input's averaged weights as an overview and a detail window. */
+function drawMap(pattern, queries, keys) {
+  const [t, s] = pattern.shape;
+  return attentionCanvas({
+    values: pattern.values,
+    rows: t,
+    cols: s,
+    rowLabels: queries.slice(0, t).map((token) => tokenText(token.text)),
+    colLabels: keys.slice(0, s).map((token) => tokenText(token.text)),
+    scale: "unit",
+    rowTitle: "tokens",
+    colTitle: "tokens looked at",
+    describe: (i, j, weight) => `${quoted(queries[i].text)} looks at ${quoted(keys[j].text)}: ${(100 * weight).toFixed(0)}%`,
+  }).element;
+}
+
+function captionText(long, heads) {
+  const averaged = heads ? `, averaged over the ${heads} heads` : "";
+  if (long) {
+    return `Too many tokens for lines: each row is a token, each column a token it looks at; darker means more attention${averaged}. ` +
+      "Move the window over the whole map to read the tokens.";
+  }
+  return `Each line joins a token (left) to a token it looks at (right); a stronger line means more attention${averaged}. ` +
+    "Hover a token on the left to see only its lines.";
+}
+
 // The latest drawing asked of each container: an older fetch that answers late is dropped.
 const latest = new WeakMap();
 
@@ -118,21 +146,19 @@ export function renderLines(container, view) {
 
   function show(i) {
     const { layer, stage } = part.layers[i];
-    const heads = stage.value?.shape?.[0];
+    const queries = axisTokens(stage.id, "t", view.payload);
+    const keys = axisTokens(stage.id, "s", view.payload);
+    const long = isLargeMap(queries.length, keys.length);
     layerName.textContent = `layer ${layer} (of 0–${part.layers[last].layer})`;
-    caption.textContent =
-      "Each line joins a token (left) to a token it looks at (right); a stronger line means more attention" +
-      `${heads ? `, averaged over the ${heads} heads` : ""}. Hover a token on the left to see only its lines.`;
+    caption.textContent = captionText(long, stage.value?.shape?.[0]);
     const ticket = {};
     latest.set(container, ticket);
     container.dataset.ready = "";
     picture.replaceChildren(el("p", { class: "loading" }, "loading…"));
-    const queries = axisTokens(stage.id, "t", view.payload);
-    const keys = axisTokens(stage.id, "s", view.payload);
     averagedPattern(stage, view.loadStage).then(
       (pattern) => {
         if (latest.get(container) !== ticket) return;
-        picture.replaceChildren(drawLines(pattern, queries, keys));
+        picture.replaceChildren(long ? drawMap(pattern, queries, keys) : drawLines(pattern, queries, keys));
         container.dataset.layer = layer;
         container.dataset.ready = "1";
       },

@@ -1,10 +1,11 @@
 // A heatmap of a rows x cols array on a canvas, one canvas pixel per cell scaled up by CSS
 // (so a 512 x 512 pattern costs one ImageData, not 262,144 rectangles), with labels on
-// both axes and a hover tip that names the cell and its value.
+// both axes and a hover tip that names the cell and its value. Its parts (paint, axisLabels,
+// legend) also draw the long inputs' attention (attention_canvas.js).
 
 import { el } from "./dom.js";
-import { range } from "./arrays.js";
-import { css, divergingColour, unitColour } from "./colours.js";
+import { poolLargest, range } from "./arrays.js";
+import { colourScale, css, unitColour } from "./colours.js";
 import { number } from "./format.js";
 
 const MAX_WIDTH = 560; // px of cells
@@ -27,13 +28,15 @@ function labelStride(cell) {
   return cell >= LABEL_MIN_CELL ? 1 : Math.ceil(LABEL_MIN_CELL / cell);
 }
 
-/** Labels along one axis, each centred on its cell; every k-th when cells are small.
+/** Labels along one axis, each centred on its cell; every k-th when cells are small. Only
+ * the indices ``first`` to ``end`` (exclusive) are drawn: a window of a long axis.
  * Returns the box and a lookup index -> label (for highlighting the hovered cell's). */
-function axisLabels(labels, cell, vertical) {
+export function axisLabels(labels, cell, vertical, first = 0, end = labels.length) {
   const stride = labelStride(cell);
-  const length = labels.length * cell;
-  // Absolutely placed labels give the row box no width: size it to the longest label.
-  const longest = Math.max(1, ...labels.map((label) => label.length));
+  const length = (end - first) * cell;
+  // Absolutely placed labels give the row box no width: size it to the longest label of
+  // the whole axis, so a window moving along it keeps its place.
+  const longest = labels.reduce((most, label) => Math.max(most, label.length), 1);
   const box = el("div", {
     class: vertical ? "hm-cols" : "hm-rows",
     style: vertical
@@ -41,23 +44,38 @@ function axisLabels(labels, cell, vertical) {
       : { height: `${length}px`, width: `${Math.min(ROW_LABELS_MAX, CHAR_WIDTH * longest + 4)}px` },
   });
   const byIndex = new Map();
-  labels.forEach((label, i) => {
-    if (i % stride !== 0) return;
-    const centre = (i + 0.5) * cell;
+  for (let i = first; i < end; i += 1) {
+    if (i % stride !== 0) continue;
+    const centre = (i - first + 0.5) * cell;
     const style = vertical ? { left: `${centre - LABEL_BOX / 2}px` } : { top: `${centre - LABEL_BOX / 2}px` };
-    const node = el("div", { class: "hm-label", style, title: label, dataset: { index: i } }, label);
+    const node = el("div", { class: "hm-label", style, title: labels[i], dataset: { index: i } }, labels[i]);
     byIndex.set(i, node);
     box.append(node);
-  });
+  }
   return { box, byIndex };
 }
 
-function legend(scale, extent, low, high) {
+/** Fill ``canvas`` (width cols, height rows) with one pixel per value: colour(value) -> [r, g, b]. */
+export function paint(canvas, values, colour) {
+  const image = new ImageData(canvas.width, canvas.height);
+  for (let i = 0; i < values.length; i += 1) {
+    const [r, g, b] = colour(values[i]);
+    image.data[4 * i] = r;
+    image.data[4 * i + 1] = g;
+    image.data[4 * i + 2] = b;
+    image.data[4 * i + 3] = 255;
+  }
+  canvas.getContext("2d").putImageData(image, 0, 0);
+}
+
+/** The colour bar of a map: its scale from end to end, and the range of the values shown. */
+export function legend(scale, extent, low, high) {
   const canvas = el("canvas", { class: "hm-legend-bar", width: LEGEND_STEPS, height: 1 });
   const context = canvas.getContext("2d");
+  const colour = colourScale(scale, extent);
   for (let i = 0; i < LEGEND_STEPS; i += 1) {
     const t = i / (LEGEND_STEPS - 1);
-    context.fillStyle = css(scale === "unit" ? unitColour(t) : divergingColour(-extent + 2 * extent * t, extent));
+    context.fillStyle = css(colour(scale === "unit" ? t : -extent + 2 * extent * t));
     context.fillRect(i, 0, 1, 1);
   }
   const left = scale === "unit" ? "0" : number(-extent, 3);
@@ -92,12 +110,7 @@ export function heatmap(options) {
     style: { width: `${cols * cellW}px`, height: `${rows * cellH}px` },
     dataset: { rows, cols },
   });
-  const image = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i += 1) {
-    const [r, g, b] = scale === "unit" ? unitColour(values[i]) : divergingColour(values[i], extent);
-    image.data.set([r, g, b, 255], 4 * i);
-  }
-  canvas.getContext("2d").putImageData(image, 0, 0);
+  paint(canvas, values, colourScale(scale, extent));
 
   const rowAxis = axisLabels(rowLabels, cellH, false);
   const colAxis = axisLabels(colLabels, cellW, true);
@@ -140,16 +153,18 @@ export function heatmap(options) {
   return root;
 }
 
-/** A small heatmap with no labels and no hover: one head among many (a thumbnail). */
+/** A small heatmap with no labels and no hover: one head among many (a thumbnail). A map
+ * larger than ``size`` px is pooled down to about it first (a long input's 1,000 x 1,000). */
 export function thumbnail(values, rows, cols, size) {
+  const factor = Math.max(1, Math.floor(Math.max(rows, cols) / size));
+  const shown = poolLargest({ shape: [rows, cols], values }, factor);
+  const [shownRows, shownCols] = shown.shape;
   const canvas = el("canvas", {
     class: "hm-thumb",
-    width: cols,
-    height: rows,
-    style: { width: `${size}px`, height: `${Math.round((size * rows) / cols)}px` },
+    width: shownCols,
+    height: shownRows,
+    style: { width: `${size}px`, height: `${Math.max(1, Math.round((size * rows) / cols))}px` },
   });
-  const image = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i += 1) image.data.set([...unitColour(values[i]), 255], 4 * i);
-  canvas.getContext("2d").putImageData(image, 0, 0);
+  paint(canvas, shown.values, unitColour);
   return canvas;
 }

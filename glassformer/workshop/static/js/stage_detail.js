@@ -1,5 +1,6 @@
 // One step opened: its whole tensor from POST /api/stage, drawn as a heatmap.
-//   attention weights  h t s  one head at a time (head buttons), rows = queries, cols = keys
+//   attention weights  h t s  one head at a time (head buttons), rows = queries, cols = keys;
+//                             past 128 tokens an overview and a detail window (attention_canvas.js)
 //   scores             h t s  the same, in a signed scale
 //   q, k, v, z         h t e  one head: tokens x features
 //   everything else    t d    tokens x the first 64 features
@@ -9,6 +10,7 @@
 // (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js).
 
 import { leadingColumns, slice, unpack } from "./arrays.js";
+import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
 import { el } from "./dom.js";
 import { ffnNeuronsView, isFfnActivation } from "./ffn_neurons.js";
 import { number, percent, quoted, tokenText } from "./format.js";
@@ -100,6 +102,15 @@ function rowView({ stage, payload, level, loadStage }, array, onRow) {
   return null;
 }
 
+/** The map of one plane: a heatmap, or a long input's attention as an overview and a
+ * detail window. Returns {element, place(row)}: place outlines the row ``onPick`` was
+ * given (null when no row is picked here). */
+function planeMap(kind, options, onPick) {
+  if (kind !== "features" && isLargeMap(options.rows, options.cols)) return attentionCanvas({ ...options, onPick });
+  const element = heatmap(options);
+  return { element, place: onPick ? rowPicker(element, options.rows, onPick) : null };
+}
+
 /** Rows of a heatmap made clickable, the picked one outlined: returns place(row). */
 function rowPicker(map, rows, onPick) {
   const canvas = map.querySelector(".hm-canvas");
@@ -156,30 +167,29 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
         const plane = perHead ? slice(array, current) : array; // rows cols
         const shown = colAxis.tokens ? plane : leadingColumns(plane, FIRST_FEATURES);
         const [rows, cols] = shown.shape;
-        const colLabels = tokenLabels(colAxis.tokens, cols);
-        const map = heatmap({
+        const map = planeMap(kind, {
           values: shown.values,
           rows,
           cols,
           rowLabels: tokenLabels(rowAxis.tokens, rows),
-          colLabels,
+          colLabels: tokenLabels(colAxis.tokens, cols),
           scale: kind === "pattern" ? "unit" : "diverging",
           square: kind !== "features",
           rowTitle: kind === "features" ? "tokens" : "queries",
           colTitle: kind === "features" ? (colAxis.letter === "v" ? "vocabulary ids" : "features") : "keys",
           describe: describeCell(kind, rowAxis, colAxis, current, letters[0]),
-        });
+        }, view ? pickRow : null);
         const clipped = plane.shape[1] > cols
           ? el("p", { class: "hint" }, `the first ${cols} of ${plane.shape[1]} ${colAxis.letter === "v" ? "vocabulary entries" : "features"}`)
           : null;
         body.replaceChildren(
           heads ? headButtons(array, kind, heads, current, letters[0], pick) : "",
-          map,
+          map.element,
           clipped ?? "",
         );
         if (view) {
           row ??= rows - 1;
-          place = rowPicker(map, rows, pickRow);
+          place = map.place;
           pickRow(row);
         }
         root.dataset.head = current ?? "";
