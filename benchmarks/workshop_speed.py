@@ -54,6 +54,9 @@ WAIT_MS = 300_000  # a long prompt's page waits on several forward passes in tur
 GOALS_S = {16: 1.0, 1000: 5.0}  # the link with its attention step open, cold (issue 19)
 
 
+PARTS = ("walk", "stream", "screen", "link", "memory")
+
+
 def main() -> None:
     warnings.filterwarnings("ignore")
     from glassformer.workshop.server import create_app
@@ -64,15 +67,17 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="what gf.load reads")
+    parser.add_argument(
+        "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="what to measure (default: all)"
+    )
     args = parser.parse_args()
     lm = gf.load(args.model)
     name = Path(args.model).name
     client = workshop_client(create_app({name: lm}))
     print(f"{name}, {next(lm.net.parameters()).dtype}; medians of {args.repeats}")
-    texts = {}
-    for n_tokens in (16, 512):
+    texts = {n: prompt(lm, n)[0] for n in (16, 512)}  # the prompts of exactly 16 and 512 tokens
+    for n_tokens in (16, 512) if "walk" in args.parts else ():
         text, ids = prompt(lm, n_tokens)
-        texts[len(ids)] = text
         body = {"model": name, "text": text}
         size = len(client.post("/api/walk", json=body).content)
         times = interleaved_medians(
@@ -86,10 +91,14 @@ def main() -> None:
             f"{len(ids):4d} tokens: plain forward {times['plain']:.2f} s, walk {times['walk']:.2f} s "
             f"({times['walk'] / times['plain']:.2f}x), answer {size / 1e6:.2f} MB"
         )
-    stream_speed(lm, name, client, args.repeats)
-    on_screen(lm, name, texts, args.repeats)
-    stage_link(lm, name, args.repeats)
-    server_memory(lm, name, client)
+    if "stream" in args.parts:
+        stream_speed(lm, name, client, args.repeats)
+    if "screen" in args.parts:
+        on_screen(lm, name, texts, args.repeats)
+    if "link" in args.parts:
+        stage_link(lm, name, args.repeats)
+    if "memory" in args.parts:
+        server_memory(lm, name, client)
 
 
 def prompt(lm, n_tokens: int) -> tuple[str, list[int]]:

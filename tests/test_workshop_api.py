@@ -1,6 +1,7 @@
 """The workshop's API: every number the page shows is the library's, and bad requests get 4xx."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -499,3 +500,62 @@ def test_the_masked_positions_are_the_mask_tokens():
     answer = masked_prediction(lm, ids, lm.logits("the [MASK] sat.")[0])
     assert answer["masked"] and answer["mask_token"] == "[MASK]"
     assert [row["position"] for row in answer["positions"]] == [ids[0].tolist().index(4)]
+
+
+def test_a_stage_s_pass_stops_at_the_stage(client, models):
+    """Block 0's weights run block 0 only: the last block never sees the request."""
+    lm = models["llama"]
+    expected = lm.trace(TEXT, ["blocks.0.attn.pattern"])["blocks.0.attn.pattern"][0]
+    reached = []
+    handle = lm.net.stack.blocks[-1].register_forward_pre_hook(lambda module, args: reached.append(1))
+    try:
+        body = {"model": "llama", "text": TEXT, "name": "blocks.0.attn.pattern"}
+        answer = client.post("/api/stage", json=body)
+        assert answer.status_code == 200 and reached == []
+        assert (unpack(answer.json()["value"]) - expected).abs().max() <= 1 / 510 + 1e-6
+        assert client.post("/api/stage", json={**body, "name": "logits"}).status_code == 200
+        assert reached == [1]
+    finally:
+        handle.remove()
+
+
+def test_the_page_preloads_every_module_it_imports(client):
+    """One modulepreload per module main.js imports, directly or not (katex too): a fresh
+    browser asks for them all at once instead of one wave of imports after another."""
+    import re
+
+    page = client.get("/").text
+    preloaded = re.findall(r'<link rel="modulepreload" href="static/([^"]+)">', page)
+    assert (
+        "js/main.js" in preloaded
+        and "js/stage_detail.js" in preloaded
+        and "vendor/katex/katex.mjs" in preloaded
+    )
+    static = Path(create_app.__globals__["STATIC"])
+    on_disk = {str(p.relative_to(static)) for p in static.glob("js/*.js")}
+    not_main = {"js/lab.js", "js/lab_charts.js", "js/lab_film.js", "js/lab_pace.js", "js/lessons.js"}
+    assert set(preloaded) == (on_disk - not_main) | {"vendor/katex/katex.mjs"}
+    for path in preloaded:
+        assert client.get(f"/static/{path}").status_code == 200
+
+
+def test_a_long_walk_leaves_the_attention_maps_to_the_stage_route():
+    """Past SHORT_INPUT tokens the walk does not capture scores and weights (attention keeps
+    its fused path); it sends their shapes, and /api/stage their values."""
+    from glassformer.workshop.payload import SHORT_INPUT
+
+    lm = char_lm(positions="rope", max_seq_len=2 * SHORT_INPUT)
+    text = ("the cat sat. " * 12)[: SHORT_INPUT + 6]
+    t = len(text)
+    trace = lm.trace(text, ["blocks.1.attn.pattern", "logits"])
+    with workshop_client(create_app({"long": lm})) as client:
+        answer = walk(client, model="long", text=text, temperature=0)
+        by_id = {s["id"]: s for s in answer["stages"]}
+        assert by_id["blocks.0.attn.pattern"]["value"] == {"shape": [lm.config.n_heads, t, t]}
+        assert by_id["blocks.0.attn.scores"]["value"] == {"shape": [lm.config.n_heads, t, t]}
+        assert by_id["blocks.0.attn.z"]["value"]["max"] is not None  # every other step as before
+        # the same pass, the same answer
+        assert answer["prediction"]["token"]["id"] == int(trace["logits"][0, -1].argmax())
+        body = {"model": "long", "text": text, "name": "blocks.1.attn.pattern"}
+        full = unpack(client.post("/api/stage", json=body).json()["value"])
+        assert (full - trace["blocks.1.attn.pattern"][0]).abs().max() <= 1 / 510 + 1e-6

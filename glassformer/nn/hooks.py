@@ -110,7 +110,10 @@ def select(points: Mapping[str, HookPoint], patterns: str | list[str]) -> list[s
         patterns = [patterns]
     chosen: list[str] = []
     for pattern in patterns:
-        matched = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
+        if pattern in points:  # a plain name: no need to match it against every name
+            matched = [pattern]
+        else:
+            matched = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
         if not matched:
             sample = ", ".join(list(points)[:12])
             raise KeyError(

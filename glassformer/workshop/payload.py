@@ -45,7 +45,11 @@ from glassformer.workshop.prediction import next_token
 VERSION = 1
 PREVIEW_FEATURES = 16  # leading features per token sent with the walk
 SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns travel with
-# the walk; a longer input's come with /api/stage when the page expands a stage
+# the walk; a longer input's come with /api/stage when the page expands a stage. Nor does a
+# longer walk capture the attention scores and weights: a hook there takes attention off its
+# fused path (t² floats per head made), 2.2x the whole pass of 1,000 tokens; the walk gives
+# their shapes and /api/stage their values.
+ATTENTION_MAPS = (".scores", ".pattern")
 
 
 def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict[str, Any]:
@@ -63,7 +67,9 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
     def keep(x: torch.Tensor, trace_name: str) -> None:
         values[trace_name] = _summary(x[0], trace_name)
 
-    names = [s["trace"] for s in plan if s["trace"]]
+    long = max(ids.shape[1], 0 if decoder_ids is None else decoder_ids.shape[1]) > SHORT_INPUT
+    weights = [s["trace"] for s in plan if s["trace"] and s["trace"].endswith(ATTENTION_MAPS)]
+    names = [s["trace"] for s in plan if s["trace"] and not (long and s["trace"] in weights)]
     changed = given.hooks(decoder_ids)  # attached first: the captured values are the changed ones
     with (
         torch.no_grad(),
@@ -72,6 +78,8 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         lm.net.hooks(dict.fromkeys(names, keep)),
     ):
         output = inputs.forward(ids, decoder_ids)  # 1 t v, 1 t d (sentence encoder) or 1 c (classifier)
+    if long:  # the maps were not captured: their shapes, from the queries' and keys'
+        values.update({trace: _map_shape(values, trace) for trace in weights})
     classifier = summary(lm.config)["classifier"]
     return {
         "version": VERSION,
@@ -94,22 +102,51 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
     }
 
 
+class _Captured(Exception):
+    """Raised by `stage`'s hook once it holds its tensor: the rest of the pass need not run."""
+
+
 def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
     """One stage's whole tensor (batch dimension dropped; the same pass as `walk`): attention
-    weights as bytes, the rest as float32."""
+    weights as bytes, the rest as float32. The pass stops at the stage: block 0's weights of
+    a 30-block model cost one block, not thirty."""
     lm = given.lm
     if trace_name not in lm.net.hook_points:
         raise ValueError(
             f"{trace_name!r} is not a stage of this model; stages look like blocks.0.attn.pattern"
         )
     ids, decoder_ids = given.ids()
-    with lm.net.hooks(given.hooks(decoder_ids)):  # attached before the trace's own hooks
-        trace = lm.trace(ids, [trace_name], decoder_input=decoder_ids)
-    tensor = trace[trace_name][0]
+    kept: list[torch.Tensor] = []
+
+    def keep(x: torch.Tensor, name: str) -> None:
+        kept.append(x[0].detach())
+        raise _Captured
+
+    with (
+        torch.no_grad(),
+        evaluating(lm.net),
+        lm.net.hooks(given.hooks(decoder_ids)),  # attached first: the captured value is the changed one
+        lm.net.hooks({trace_name: keep}),
+    ):
+        try:
+            lm.inputs.forward(ids, decoder_ids)
+        except _Captured:
+            pass
+    if not kept:
+        raise ValueError(f"this model's forward pass does not reach {trace_name!r}")
+    tensor = kept[0]
     return {
         "name": trace_name,
         "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
     }
+
+
+def _map_shape(values: dict[str, dict[str, Any]], trace: str) -> dict[str, Any]:
+    """A scores or weights step a long walk did not capture: its shape h t s, from the
+    queries (h t e) and keys (g s e) of the same attention."""
+    base = trace.rsplit(".", 1)[0]
+    heads, queries, _ = values[f"{base}.q"]["shape"]
+    return {"shape": [heads, queries, values[f"{base}.k"]["shape"][1]]}
 
 
 def _is_mlm(lm) -> bool:
@@ -134,7 +171,7 @@ def _summary(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
     out: dict[str, Any] = {"shape": list(x.shape), "min": float(x.min()), "max": float(x.max())}
     x = x.float() if x.dim() > 1 else x.float()[None]  # a classifier's d or c: one row
     short = x.shape[-2] <= SHORT_INPUT
-    if trace_name.endswith((".scores", ".pattern")):  # h t s
+    if trace_name.endswith(ATTENTION_MAPS):  # h t s
         if trace_name.endswith(".pattern") and short:
             out["mean_pattern"] = pack_unit(x.mean(dim=0))  # t s: which tokens look at which
     elif x.dim() == 3:  # h t e, g s e: each head's vector per token

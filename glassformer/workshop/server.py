@@ -61,7 +61,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -82,6 +82,7 @@ from glassformer.workshop.lab_routes import lab_routes
 from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.lesson_routes import lesson_routes
 from glassformer.workshop.limits import SECONDS, check_length
+from glassformer.workshop.module_graph import with_preloads
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.request_types import (
     AttentionChangeRequest,
@@ -160,8 +161,10 @@ def create_app(
         for budget in list(running):
             budget.cancel(reason)
 
-    async def index(request: Request) -> FileResponse:
-        return FileResponse(STATIC / "index.html")
+    page = with_preloads(STATIC / "index.html", STATIC, "js/main.js")  # read once, at start
+
+    async def index(request: Request) -> HTMLResponse:
+        return HTMLResponse(page)
 
     async def list_models(request: Request) -> JSONResponse:
         described = [_describe(name, lm, origins.get(name)) for name, lm in models.items()]

@@ -19,6 +19,7 @@ lessons' links read it there.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -265,6 +266,7 @@ CATALOGUE: dict[str, Entry] = {
 }
 
 
+@functools.cache  # reading the source file is slow: a model's 455 steps name a dozen functions
 def code_location(target: Any) -> dict[str, Any]:
     """Where ``target`` (a function or class) is defined: {"file" (relative to the repository
     root when it is inside the package), "name" (its qualified name), "line"}."""

@@ -39,7 +39,7 @@ const num = (value) => `\\htmlClass{num}{${Number.isInteger(value) ? texInteger(
 const exact = num;
 const prose = (html) => (html ? ` <span class="eq-note">${html}</span>` : "");
 const range = (value, what = "values") =>
-  value ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
+  value?.min !== undefined ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
 const htmlNum = (value) => `<span class="num">${number(value)}</span>`;
 const real = (rows, cols) => `\\mathbb{R}^{${rows} \\times ${cols}}`;
 const W = (name) => `W_{\\mathrm{${name}}}`;

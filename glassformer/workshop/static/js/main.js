@@ -308,7 +308,9 @@ async function drawLens(ticket) {
     walk.lens = lens;
     renderLens(panels.lens, lens, settings.level);
     panels.lens.dataset.state = "ready";
-    if (settings.stage) drawWalk(); // an opened stream step shows the lens at its layer
+    // an opened stream step shows the lens at its layer; any other opened step keeps its place
+    const opened = walk.payload.stages.find((s) => s.id === settings.stage);
+    if (opened && settings.level !== "beginner" && lens.rows.some((r) => r.layer === opened.trace)) drawWalk();
   } catch (error) {
     if (ticket === latestRequest) showMessage(error.message);
     return;

@@ -83,7 +83,7 @@ function stepRow(stage, view) {
         "p",
         { class: "step-code" },
         codeLine(stage.code),
-        stage.value ? el("span", { class: "step-range" }, ` min ${number(stage.value.min)}, max ${number(stage.value.max)}`) : null,
+        stage.value?.min !== undefined ? el("span", { class: "step-range" }, ` min ${number(stage.value.min)}, max ${number(stage.value.max)}`) : null,
       ),
     );
   }
