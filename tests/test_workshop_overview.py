@@ -156,3 +156,16 @@ def test_an_mlm_encoder_ends_at_the_words_its_head_reads(workshop, models):
     first = rows.nth(0).locator(".bar-row").first
     assert int(first.get_attribute("data-id")) == int(probs[0].argmax())
     workshop.close()
+
+
+def test_a_beginner_s_logits_are_the_likeliest_tokens(workshop, models):
+    """Opened at the beginner level, the logits step lists the tokens that score highest, not
+    the scores of vocabulary ids 0 to 63."""
+    page = workshop.page
+    workshop.open(model="decoder", text=TEXT, level="beginner", stage="logits")
+    page.wait_for_selector('.detail[data-stage="logits"][data-ready="1"]', state="attached")
+    ids = page.locator('.detail[data-stage="logits"] .bar-row').evaluate_all("rows => rows.map(r => Number(r.dataset.id))")
+    logits = models["decoder"].logits(TEXT)[0, -1]
+    assert ids[:3] == logits.topk(3).indices.tolist()
+    assert page.locator('.detail[data-stage="logits"] canvas').count() == 0
+    workshop.close()

@@ -58,7 +58,8 @@ function noPrediction(payload) {
   return el("p", { class: "no-prediction" }, text);
 }
 
-function bars(step, chosenId, level) {
+/** The likeliest tokens of one step of the pipeline as bars, the chosen one marked. */
+export function bars(step, chosenId, level) {
   const decimals = DECIMALS[level];
   return el(
     "ol",

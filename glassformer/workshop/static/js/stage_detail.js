@@ -17,6 +17,7 @@ import { number, percent, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
 import { normBars } from "./norms.js";
 import { queryKeyBase, queryKeyView } from "./query_key.js";
+import { bars } from "./prediction.js";
 import { axisTokens } from "./stages.js";
 
 const FIRST_FEATURES = 64;
@@ -33,7 +34,8 @@ const CAPTIONS = {
     other: "Scores before the mask and softmax: rows queries (t), columns keys (s). Hover a cell for its value.",
   },
   features: {
-    beginner: "Each row is a token, each column one of the numbers in its vector. Orange: positive, blue: negative.",
+    beginner: "Each row is a token; each column is one feature, one of the numbers in its vector. No feature has a " +
+      "meaning anyone chose: together they hold what the model has worked out about the token. Orange: positive, blue: negative.",
     other: "Rows are tokens, columns features. Hover a cell for its value.",
   },
 };
@@ -136,6 +138,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
   }
   const letters = stage.shape.split(" ");
   if (letters.length === 1) return vectorDetail(root, stage, payload, loadStage);
+  if (level === "beginner" && stage.trace === "logits" && payload.prediction) return likeliestTokens(root, payload);
   const kind = mapKind(stage);
   const perHead = letters.length === 3;
   const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
@@ -208,6 +211,19 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
       root.dataset.ready = "error";
     },
   );
+  return root;
+}
+
+/** A beginner's logits: not the scores of ids 0 to 63, but the tokens that score highest. */
+function likeliestTokens(root, payload) {
+  const first = payload.prediction.steps[0];
+  const vocab = payload.architecture.vocab_size.toLocaleString("en");
+  root.append(
+    el("p", { class: "detail-caption" }, `Each of the ${vocab} tokens gets a score for what comes next; these score highest ` +
+      "(as probabilities: the softmax of the scores). The intermediate level shows the raw scores."),
+    bars(first, payload.prediction.token.id, "beginner"),
+  );
+  root.dataset.ready = "1";
   return root;
 }
 
