@@ -76,7 +76,7 @@ def test_two_methods_side_by_side_in_chromium(browser, model_dir, tmp_path, caps
     assert page.locator(".gfv-legend strong").all_inner_texts() == ["LIME:", "integrated gradients:"]
     # the first token is held fixed: score 0, white on a diverging scale, in both rows
     colours = page.eval_on_selector_all(".gfv-word", "words => words.map(w => w.style.background)")
-    assert colours[0] == colours[t] == "rgb(247, 247, 247)"
+    assert colours[0] == colours[t] == "rgb(255, 255, 255)"  # the shared diverging scale's zero
     page.hover(".gfv-token-row >> nth=1 >> .gfv-word >> nth=2")
     focused = page.eval_on_selector_all(".gfv-word", "ws => ws.map(w => w.classList.contains('gfv-focus'))")
     assert [i for i, f in enumerate(focused) if f] == [2, t + 2]  # the same token in both rows

@@ -341,7 +341,8 @@ def test_save_is_atomic_and_self_contained(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["view.html"]  # no temp file left
     text = path.read_text()
     assert text.startswith("<!doctype html>") and "http://" not in text and "https://" not in text
-    assert text.count("</script>") == 4  # data, core.js, token_view.js, start: the token is escaped
+    # data, the three shared modules, core.js, token_view.js, start: the token is escaped
+    assert text.count("</script>") == 7
     data = re.search(r'<script type="application/json" id="gfv-\w+-data">(.*?)</script>', text).group(1)
     assert json.loads(data)["tokens"][1] == "</script><b>x"
 

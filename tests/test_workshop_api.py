@@ -532,9 +532,12 @@ def test_the_page_preloads_every_module_it_imports(client):
         and "vendor/katex/katex.mjs" in preloaded
     )
     static = Path(create_app.__globals__["STATIC"])
+    from glassformer.viz.modules import SHARED
+
+    shared = {f"viz/{name}" for name in SHARED}  # the modules the notebook views inline too
     on_disk = {str(p.relative_to(static)) for p in static.glob("js/*.js")}
     not_main = {"js/lab.js", "js/lab_charts.js", "js/lab_film.js", "js/lab_pace.js", "js/lessons.js"}
-    assert set(preloaded) == (on_disk - not_main) | {"vendor/katex/katex.mjs"}
+    assert set(preloaded) == (on_disk - not_main) | shared | {"vendor/katex/katex.mjs"}
     for path in preloaded:
         assert client.get(f"/static/{path}").status_code == 200
 

@@ -164,7 +164,9 @@ def test_a_beginner_s_logits_are_the_likeliest_tokens(workshop, models):
     page = workshop.page
     workshop.open(model="decoder", text=TEXT, level="beginner", stage="logits")
     page.wait_for_selector('.detail[data-stage="logits"][data-ready="1"]', state="attached")
-    ids = page.locator('.detail[data-stage="logits"] .bar-row').evaluate_all("rows => rows.map(r => Number(r.dataset.id))")
+    ids = page.locator('.detail[data-stage="logits"] .bar-row').evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.id))"
+    )
     logits = models["decoder"].logits(TEXT)[0, -1]
     assert ids[:3] == logits.topk(3).indices.tolist()
     assert page.locator('.detail[data-stage="logits"] canvas').count() == 0

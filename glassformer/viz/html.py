@@ -26,21 +26,22 @@ JSON lists of floats:
 Scoping: each rendering gets a fresh element id ``gfv-<12 hex>``; the script that starts
 it finds its root and its payload by that id only, and every CSS rule is under the
 ``.gfv`` class with ``gfv-`` class names, so several views in one notebook never collide.
-The shared library (``core.js``) and each view's script install themselves once per page:
+The shared modules (``blocks.js``: this decoder; ``colours.js``: one colour scale per quantity;
+``paint.js``: the heatmap painter) are ES modules the workshop imports; a view inlines them as
+classic scripts (`glassformer.viz.modules`). The views' library (``core.js``) and each view's
+script install themselves once per page:
 a second copy (every view file carries its own) sees the first and does nothing.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import html
 import json
 import math
 import uuid
 import zlib
 from abc import ABC, abstractmethod
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ import numpy as np
 import torch
 
 from glassformer.atomic import write_text_atomic
+from glassformer.viz.modules import asset, shared_scripts
 
 PAYLOAD_FORMAT = "glassformer-view"
 PAYLOAD_VERSION = 1
@@ -91,7 +93,7 @@ def encode_weights(weights: torch.Tensor, compress: bool = True) -> dict[str, An
 
 
 def decode_weights(block: dict[str, Any]) -> np.ndarray:
-    """The uint8 array of an `encode_weights` block (the JS does the same in core.js)."""
+    """The uint8 array of an `encode_weights` block (the JS does the same in blocks.js)."""
     raw = base64.b64decode(block["data"])
     if block.get("compression") == "deflate":
         raw = zlib.decompress(raw)
@@ -111,16 +113,6 @@ def _block(dtype: str, shape: list[int], data: bytes, compression: str | None) -
         "compression": compression,
         "data": base64.b64encode(data).decode("ascii"),
     }
-
-
-# assets ----------------------------------------------------------------------------
-@functools.cache
-def asset(name: str) -> str:
-    """The text of ``glassformer/viz/assets/<name>`` (package data)."""
-    text = resources.files("glassformer.viz").joinpath("assets", name).read_text(encoding="utf-8")
-    if "</script" in text.lower() or "</style" in text.lower():
-        raise ValueError(f"asset {name} contains a closing tag and cannot be inlined")
-    return text
 
 
 def _json_for_script(payload: dict[str, Any]) -> str:
@@ -148,7 +140,7 @@ class View(ABC):
         """An HTML fragment with a fresh element id: the view, its payload, our CSS and JS."""
         root = f"gfv-{uuid.uuid4().hex[:12]}"
         data = _json_for_script(self.payload())
-        scripts = (asset("core.js"), asset(f"{self.kind}_view.js"))
+        scripts = (*shared_scripts(), asset("core.js"), asset(f"{self.kind}_view.js"))
         return "\n".join(
             [
                 f'<div class="gfv-host"><style>{asset("views.css")}</style>',

@@ -17,28 +17,29 @@ from pathlib import Path
 IMPORT = re.compile(r'^\s*(?:import|export)\s[^;]*?\sfrom\s+"([^"]+)"|^\s*import\s+"([^"]+)"', re.M)
 
 
-def imported(static: Path, entry: str) -> list[str]:
-    """``entry`` (a path under ``static``, "js/main.js") and every module it imports, in the
-    order they are found."""
+def imported(roots: dict[str, Path], entry: str) -> list[str]:
+    """``entry`` ("js/main.js") and every module it imports, in the order they are found, as
+    paths under the static URL; ``roots`` maps a path's prefix to the folder that serves it
+    ({"": static, "viz/": the views' assets}: the longest prefix wins)."""
     found, todo = [], [entry]
     while todo:
         path = todo.pop(0)
         if path in found:
             continue
         found.append(path)
-        for relative, bare in IMPORT.findall((static / path).read_text(encoding="utf-8")):
+        prefix = max((p for p in roots if path.startswith(p)), key=len)
+        source = roots[prefix] / path[len(prefix) :]
+        for relative, bare in IMPORT.findall(source.read_text(encoding="utf-8")):
             todo.append(posixpath.normpath(posixpath.join(posixpath.dirname(path), relative or bare)))
     return found
 
 
-def with_preloads(page: Path, static: Path, entry: str) -> str:
+def with_preloads(page: Path, roots: dict[str, Path], entry: str) -> str:
     """The HTML of ``page`` with a modulepreload link per module of ``entry``, placed before
     the script tag that loads it."""
     html = page.read_text(encoding="utf-8")
     script = f'<script type="module" src="static/{entry}"></script>'
     if script not in html:
         raise ValueError(f"{page.name} has no {script}")
-    links = "".join(
-        f'<link rel="modulepreload" href="static/{path}">\n  ' for path in imported(static, entry)
-    )
+    links = "".join(f'<link rel="modulepreload" href="static/{path}">\n  ' for path in imported(roots, entry))
     return html.replace(script, links + script)

@@ -104,6 +104,7 @@ from glassformer.workshop.tokenization import explain as explain_tokens
 from glassformer.workshop.views import view_html
 
 STATIC = Path(__file__).parent / "static"
+VIZ_ASSETS = Path(__file__).resolve().parents[1] / "viz" / "assets"  # served at static/viz/
 
 
 def create_app(
@@ -161,7 +162,7 @@ def create_app(
         for budget in list(running):
             budget.cancel(reason)
 
-    page = with_preloads(STATIC / "index.html", STATIC, "js/main.js")  # read once, at start
+    page = with_preloads(STATIC / "index.html", {"": STATIC, "viz/": VIZ_ASSETS}, "js/main.js")  # read once
 
     async def index(request: Request) -> HTMLResponse:
         return HTMLResponse(page)
@@ -291,6 +292,9 @@ def create_app(
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         *lab_routes(lab, STATIC / "lab.html", stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
+        Mount(
+            "/static/viz", StaticFiles(directory=VIZ_ASSETS), name="viz"
+        ),  # the modules shared with the views
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 

@@ -1,4 +1,5 @@
-/* Glassformer HTML views: the shared library (payload decoding, colours, tooltips, start-up).
+/* Glassformer HTML views: the views' library (tokens, numbers, DOM, tooltips, start-up), over
+ * the shared modules (payload decoding, colours, painting).
  *
  * Plain modern JS, no dependencies, no build step. Every view file inlines it; a page that
  * holds several views runs it several times, and every run after the first does nothing.
@@ -13,88 +14,10 @@
   const FORMAT = "glassformer-view";
   const VERSION = 1;
 
-  /* ---- arrays: base64 blocks {dtype, shape, compression, data} -> typed arrays ---- */
-  function bytes(b64) {
-    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(b64);
-    const text = atob(b64);
-    const out = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
-    return out;
-  }
-
-  async function array(block) {
-    let raw = bytes(block.data);
-    if (block.compression === "deflate") {
-      // zlib-wrapped DEFLATE, what Python's zlib.compress writes.
-      const stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream("deflate"));
-      raw = new Uint8Array(await new Response(stream).arrayBuffer());
-    } else if (block.compression) {
-      throw new Error("unknown compression " + block.compression);
-    }
-    const size = block.shape.reduce((a, b) => a * b, 1);
-    if (block.dtype === "uint8") {
-      if (raw.length !== size) throw new Error("uint8 block of " + raw.length + " bytes, expected " + size);
-      return raw;
-    }
-    if (block.dtype === "float32") {
-      if (raw.byteOffset % 4) raw = raw.slice();
-      const values = new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
-      if (values.length !== size) throw new Error("float32 block of " + values.length + " values, expected " + size);
-      return values;
-    }
-    throw new Error("unknown dtype " + block.dtype);
-  }
-
-  /* ---- colours ---- */
-  // Tableau 10 (as d3's category10): distinct hues for up to 10 heads; more heads step
-  // round the colour wheel by the golden angle.
-  const CATEGORY10 = [
-    [31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189],
-    [140, 86, 75], [227, 119, 194], [127, 127, 127], [188, 189, 34], [23, 190, 207],
-  ];
-
-  function hsl(h, s, l) {
-    const k = (n) => (n + h / 30) % 12;
-    const a = s * Math.min(l, 1 - l);
-    const f = (n) => l - a * Math.max(-1, Math.min(k(n) - 3, 9 - k(n), 1));
-    return [Math.round(255 * f(0)), Math.round(255 * f(8)), Math.round(255 * f(4))];
-  }
-
-  function headColours(n) {
-    if (n <= CATEGORY10.length) return CATEGORY10.slice(0, n);
-    return Array.from({ length: n }, (_, h) => hsl((h * 137.508) % 360, 0.65, 0.45));
-  }
-
-  // ColorBrewer "Blues" (sequential) and "RdBu" reversed (diverging: blue < 0 < red).
-  const BLUES = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
-  const RDBU = [[33, 102, 172], [146, 197, 222], [247, 247, 247], [244, 165, 130], [178, 24, 43]];
-
-  function ramp(stops, x) {
-    const t = Math.max(0, Math.min(1, x)) * (stops.length - 1);
-    const i = Math.min(stops.length - 2, Math.floor(t));
-    const f = t - i;
-    return stops[i].map((c, n) => Math.round(c + (stops[i + 1][n] - c) * f));
-  }
-
-  const sequential = (x) => ramp(BLUES, x); // x in [0, 1]
-  const diverging = (x) => ramp(RDBU, (x + 1) / 2); // x in [-1, 1]
-  const rgb = (c, alpha) => (alpha === undefined ? `rgb(${c[0]},${c[1]},${c[2]})` : `rgba(${c[0]},${c[1]},${c[2]},${alpha})`);
-  // Dark text on light colours, white on dark ones (relative luminance, sRGB approximated).
-  const textOn = (c) => (0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2] < 140 ? "#fff" : "#1f2328");
-
-  // 256-entry RGBA table of the sequential ramp, for heatmaps drawn from uint8 weights.
-  let blueTable = null;
-  function weightColours() {
-    if (!blueTable) {
-      blueTable = new Uint8ClampedArray(256 * 4);
-      for (let q = 0; q < 256; q++) {
-        const c = sequential(q / 255);
-        blueTable.set([c[0], c[1], c[2], 255], q * 4);
-      }
-    }
-    return blueTable;
-  }
-  const MASKED = [228, 230, 233]; // cells a causal mask hides
+  // The shared ES modules (blocks.js, colours.js, paint.js), inlined before this script as
+  // window.glassformerViews.shared (glassformer/viz/modules.py): one decoder, one colour
+  // scale per quantity and one heatmap painter for these views and the workshop.
+  const S = LIB.shared;
 
   /* ---- tokens and numbers ---- */
   // Characters a reader could not see: newline as ↵, tab as ⇥, other control characters as
@@ -195,7 +118,14 @@
   }
 
   const core = {
-    array, headColours, sequential, diverging, rgb, textOn, weightColours, MASKED,
+    array: S.inflateBlock, // a payload block's typed array (a Promise)
+    headColours: S.headColours,
+    sequential: S.unitColour, // x in [0, 1]
+    diverging: (x) => S.divergingColour(x, 1), // x in [-1, 1]
+    rgb: S.css,
+    textOn: S.textOn,
+    paint: S.paint,
+    MASKED: S.MASKED,
     label, quoted, number, el, canvas, tooltip, header,
   };
   LIB.core = core;

@@ -106,31 +106,14 @@
       canvas.style.height = THUMB + "px";
       canvas.dataset.layer = String(li);
       canvas.dataset.head = String(h);
-      const ctx = canvas.getContext("2d");
-      ctx.putImageData(this.image(best, cols, rows), 0, 0);
+      this.paintWeights(canvas, best);
       return canvas;
     }
 
-    // RGBA pixels from pooled weights (-1 = masked).
-    image(values, width, height) {
-      const lut = this.core.weightColours();
-      const masked = this.core.MASKED;
-      const image = new ImageData(width, height);
-      const px = image.data;
-      for (let n = 0, o = 0; n < values.length; n++, o += 4) {
-        const q = values[n];
-        if (q < 0) {
-          px[o] = masked[0];
-          px[o + 1] = masked[1];
-          px[o + 2] = masked[2];
-        } else {
-          px[o] = lut[q * 4];
-          px[o + 1] = lut[q * 4 + 1];
-          px[o + 2] = lut[q * 4 + 2];
-        }
-        px[o + 3] = 255;
-      }
-      return image;
+    // One pixel per pooled weight q in 0..255 (-1 = masked), on the shared weight scale.
+    paintWeights(canvas, values) {
+      const { paint, sequential, MASKED } = this.core;
+      paint(canvas, values, (q) => (q < 0 ? MASKED : sequential(q / 255)));
     }
 
     makePanel() {
@@ -196,7 +179,7 @@
       const pixels = document.createElement("canvas");
       pixels.width = s;
       pixels.height = t;
-      pixels.getContext("2d").putImageData(this.image(values, s, t), 0, 0);
+      this.paintWeights(pixels, values);
       ctx.imageSmoothingEnabled = false;
       ctx.drawImage(pixels, left, top, s * cell, t * cell);
       ctx.strokeStyle = "#d0d7de";

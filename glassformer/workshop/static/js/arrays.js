@@ -3,29 +3,17 @@
 //   {"dtype": "uint8", "shape": [h, t, s], "scale": 1/255, "data": "<base64>"}  value = byte * scale
 // Never JSON lists of floats: a base64 string decodes straight into a typed array.
 
-function bytesOf(base64) {
-  const binary = atob(base64);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
-  return bytes;
-}
+import { decodeBlock } from "../viz/blocks.js";
 
 function product(shape) {
   return shape.reduce((n, size) => n * size, 1);
 }
 
 /** The raw array: a Float32Array (little-endian, as the server writes and every browser
- * reads) or a Uint8Array with its scale. */
+ * reads) or a Uint8Array with its scale (the decoder the notebook views share, viz/blocks.js). */
 export function decode(packed) {
-  const bytes = bytesOf(packed.data);
-  const count = product(packed.shape);
-  if (packed.dtype === "uint8") {
-    if (bytes.length !== count) throw new Error(`uint8 array of shape [${packed.shape}] has ${bytes.length} bytes`);
-    return { dtype: "uint8", shape: packed.shape, data: bytes, scale: packed.scale ?? 1 };
-  }
-  if (packed.dtype !== "float32") throw new Error(`unknown dtype ${packed.dtype}`);
-  if (bytes.length !== 4 * count) throw new Error(`float32 array of shape [${packed.shape}] has ${bytes.length} bytes`);
-  return { dtype: "float32", shape: packed.shape, data: new Float32Array(bytes.buffer), scale: 1 };
+  const data = decodeBlock(packed);
+  return { dtype: packed.dtype, shape: packed.shape, data, scale: packed.dtype === "uint8" ? packed.scale ?? 1 : 1 };
 }
 
 /** Every value as a Float32Array (bytes times their scale), with its shape. */

@@ -10,9 +10,10 @@
 // heatmap is. The page holds about 2 x WINDOW labels, however long the input.
 
 import { poolLargest, range } from "./arrays.js";
-import { colourScale } from "./colours.js";
+import { colourScale } from "../viz/colours.js";
 import { el } from "./dom.js";
-import { axisLabels, legend, paint } from "./heatmap.js";
+import { paint } from "../viz/paint.js";
+import { axisLabels, legend } from "./heatmap.js";
 
 export const LARGE_MAP = 128; // entries along an axis past which a map is drawn this way
 const WINDOW = 40; // entries along each axis of the detail window

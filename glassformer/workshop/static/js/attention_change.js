@@ -5,7 +5,7 @@
 // listed head to draw that head.
 
 import { unpack } from "./arrays.js";
-import { css, unitColour } from "./colours.js";
+import { css, unitColour } from "../viz/colours.js";
 import { el } from "./dom.js";
 import { number, tokenText } from "./format.js";
 import { heatmap } from "./heatmap.js";

@@ -6,7 +6,7 @@
 
 import { el } from "./dom.js";
 import { number, tokenText } from "./format.js";
-import { divergingColour } from "./colours.js";
+import { divergingColour } from "../viz/colours.js";
 
 const EXPLAIN_URL = "api/explain";
 const METHODS = [["ig", "integrated gradients"], ["lime", "LIME"], ["shap", "SHAP"], ["occlusion", "occlusion"], ["gxi", "gradient × input"]];

@@ -1,11 +1,13 @@
 // A heatmap of a rows x cols array on a canvas, one canvas pixel per cell scaled up by CSS
 // (so a 512 x 512 pattern costs one ImageData, not 262,144 rectangles), with labels on
-// both axes and a hover tip that names the cell and its value. Its parts (paint, axisLabels,
-// legend) also draw the long inputs' attention (attention_canvas.js).
+// both axes and a hover tip that names the cell and its value. Its parts (axisLabels,
+// legend) also draw the long inputs' attention (attention_canvas.js); cells are painted by
+// the painter the notebook views share (viz/paint.js).
 
 import { el } from "./dom.js";
 import { poolLargest, range } from "./arrays.js";
-import { colourScale, css, unitColour } from "./colours.js";
+import { colourScale, css, unitColour } from "../viz/colours.js";
+import { paint } from "../viz/paint.js";
 import { number } from "./format.js";
 
 const MAX_WIDTH = 560; // px of cells
@@ -53,19 +55,6 @@ export function axisLabels(labels, cell, vertical, first = 0, end = labels.lengt
     box.append(node);
   }
   return { box, byIndex };
-}
-
-/** Fill ``canvas`` (width cols, height rows) with one pixel per value: colour(value) -> [r, g, b]. */
-export function paint(canvas, values, colour) {
-  const image = new ImageData(canvas.width, canvas.height);
-  for (let i = 0; i < values.length; i += 1) {
-    const [r, g, b] = colour(values[i]);
-    image.data[4 * i] = r;
-    image.data[4 * i + 1] = g;
-    image.data[4 * i + 2] = b;
-    image.data[4 * i + 3] = 255;
-  }
-  canvas.getContext("2d").putImageData(image, 0, 0);
 }
 
 /** The colour bar of a map: its scale from end to end, and the range of the values shown. */

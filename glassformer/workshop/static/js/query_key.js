@@ -8,7 +8,7 @@
 // bias aside). The page recomputes it from the four tensors /api/stage gives.
 
 import { unpack } from "./arrays.js";
-import { css, divergingColour } from "./colours.js";
+import { css, divergingColour } from "../viz/colours.js";
 import { el } from "./dom.js";
 import { number, quoted, tokenText } from "./format.js";
 import { axisTokens, parseStage } from "./stages.js";

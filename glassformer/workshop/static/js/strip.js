@@ -3,7 +3,7 @@
 // vector is one element. The overview's boxes and the sentence vector show vectors this way.
 
 import { el } from "./dom.js";
-import { css, divergingColour } from "./colours.js";
+import { css, divergingColour } from "../viz/colours.js";
 
 /** A canvas strip of `values` (an array of numbers), `width` × `height` CSS pixels;
  * `label` is what a screen reader hears and the hover text. */
