@@ -1,7 +1,9 @@
 """The workshop's screenshots in docs/screenshots/, taken on SmolLM2 in headless Chromium.
 
-Serves the workshop with SmolLM2-135M-Instruct on a free local port and drives the page
-as a user would: each level, the tokenizer's merges, an opened attention step (the query·key view), an opened
+Serves the workshop with SmolLM2-135M-Instruct and MiniLM on a free local port and drives
+the page as a user would: the overview zoomed to a block and a head, the beginner's tour,
+teaching mode on a projector, a phone's width, a sentence vector, a 1,000-token attention map,
+each level, the tokenizer's merges, an opened attention step (the query·key view), an opened
 feed-forward step (its most active neurons), a generation's timeline scrubbed to a step,
 the compare view of the model beside itself with a head scaled, two explanations of the
 prediction side by side, what the model costs, and a lesson (its equations, a code link,
@@ -37,10 +39,10 @@ def main() -> None:
     from glassformer.workshop.server import create_app
     from tests.workshop_server import log_in, serving
 
-    models = {"smollm2": gf.load("smollm2-135m-instruct")}
+    models = {"smollm2": gf.load("smollm2-135m-instruct"), "minilm-l6": gf.load("minilm-l6")}
     classifier = Path("runs/genre-minilm")
     if (classifier / "model.safetensors").exists():
-        models |= {"minilm-l6": gf.load("minilm-l6"), "genre-minilm": gf.load(classifier)}
+        models |= {"genre-minilm": gf.load(classifier)}
     app = create_app(models, origins={"genre-minilm": "minilm-l6"})
     with serving(app) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
@@ -49,7 +51,7 @@ def main() -> None:
         page.set_default_timeout(TIMEOUT_MS)
 
         def open_(**query) -> None:
-            page.goto(f"{url}?{urlencode({'model': 'smollm2', 'text': TEXT, **query})}")
+            page.goto(f"{url}?{urlencode({'model': 'smollm2', 'text': TEXT, **query})}")  # or as given
             page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
 
         def shot(name: str, locator=None) -> None:
@@ -67,6 +69,45 @@ def main() -> None:
         open_(level="beginner", temperature=0.8)
         page.wait_for_selector('#lines[data-ready="1"]', state="attached")
         shot("beginner")
+        shot("overview", page.locator("#overview-panel"))
+        shot("tour", page.locator("#walk").locator(".."))
+        open_(level="beginner", zoom="blocks.3")
+        page.wait_for_selector("#overview .ov-head canvas", state="attached")
+        shot("overview-block", page.locator("#overview-panel"))
+        open_(level="intermediate", zoom="blocks.3.attn:2:8")
+        page.wait_for_selector('#overview .qk-view[data-ready="1"]', state="attached")
+        shot("overview-head", page.locator("#overview-panel"))
+
+        for width, height in ((1920, 1080), (1280, 720)):  # a projector, a small one
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(
+                f"{url}?{urlencode({'model': 'smollm2', 'text': TEXT, 'level': 'beginner', 'lock': 1})}"
+            )
+            page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
+            for _ in range(7):
+                page.keyboard.press("ArrowRight")
+            path = args.out / f"workshop-teaching-{width}.png"
+            page.screenshot(path=str(path))
+            print("wrote", path)
+        page.set_viewport_size({"width": 390, "height": 844})  # a phone
+        open_(level="beginner")
+        path = args.out / "workshop-phone.png"
+        page.screenshot(path=str(path))
+        print("wrote", path)
+        page.set_viewport_size(VIEWPORT)
+
+        page.goto(
+            f"{url}?{urlencode({'model': 'minilm-l6', 'text': 'A cat sat on the mat.', 'level': 'beginner'})}"
+        )
+        page.wait_for_selector('#prediction .similarity[data-state="ready"]', state="attached")
+        shot("sentence-vector", page.locator("#prediction-panel"))
+
+        long_text = " ".join(["The old sailor watched the grey sea roll in under the morning fog."] * 70)
+        open_(text=long_text, level="intermediate", stage="blocks.0.attn.pattern")
+        page.wait_for_selector(
+            '.detail[data-stage="blocks.0.attn.pattern"][data-ready="1"]', state="attached"
+        )
+        shot("long-attention", page.locator(".detail"))
 
         open_(level="advanced")
         page.click("#tokens .tokenization summary")
@@ -124,7 +165,9 @@ def main() -> None:
 
         if "genre-minilm" in models:
             passage = "Now is the winter of our discontent made glorious summer by this sun of York"
-            page.goto(f"{url}?{urlencode({'model': 'genre-minilm', 'text': passage, 'level': 'intermediate'})}")
+            page.goto(
+                f"{url}?{urlencode({'model': 'genre-minilm', 'text': passage, 'level': 'intermediate'})}"
+            )
             page.wait_for_selector('body[data-walks="1"][data-state="ready"]', state="attached")
             shot("classifier")
             page.click(".change-go")

@@ -105,6 +105,11 @@ def test_the_walk_links_each_step_to_the_lessons_that_explain_it(workshop, clien
         int(n) for n in step.locator(".lesson-link").evaluate_all("(a) => a.map((e) => e.dataset.lesson)")
     ]
     assert shown == explaining  # every lesson linking to an attention pattern, any layer's
-    step.locator(f'.lesson-link[data-lesson="{LESSON}"]').click()
+    workshop.open(model="tiny", level="beginner")  # the tour's stop links to the same lessons
+    stop = page.locator('li.tour-stop[data-stage="blocks.0.attn.pattern"]')
+    stop.locator(".lesson-link >> nth=0").wait_for(state="attached")
+    links = stop.locator(".lesson-link").evaluate_all("(a) => a.map((e) => Number(e.dataset.lesson))")
+    assert links == explaining
+    stop.locator(f'.lesson-link[data-lesson="{LESSON}"]').click()
     page.wait_for_selector(f'#lesson[data-lesson="{LESSON}"]', state="attached")
     workshop.close()

@@ -166,7 +166,8 @@ function detailFor(stage) {
 
 function drawWalk() {
   if (settings.level === "beginner") {
-    renderTour(panels.walk, { payload: walk.payload, selected: settings.stage, onSelect: selectStage, detailFor });
+    const lessonsFor = (kind) => lessonsByKind.get(kind) ?? [];
+    renderTour(panels.walk, { payload: walk.payload, selected: settings.stage, onSelect: selectStage, detailFor, lessonsFor });
   } else {
     drawFullWalk();
   }

@@ -13,6 +13,7 @@ import { streamNormChart } from "./architecture.js";
 import { plainTitle } from "./levels.js";
 import { unpack } from "./arrays.js";
 import { parseStage, sections } from "./stages.js";
+import { lessonLinks } from "./walk.js";
 
 // the steps of a first block the tour stops at: all of attention and the FFN for the model's
 // only (or first) stack; the three that matter for a second one (the decoder)
@@ -144,8 +145,8 @@ function stopTitle(stop, payload) {
 }
 
 /**
- * view: {payload, selected, onSelect(id), detailFor(stage)}: one card per stop, its words,
- * and (when opened) the numbers of its step.
+ * view: {payload, selected, onSelect(id), detailFor(stage), lessonsFor(kind)}: one card per
+ * stop, its words, the lessons that explain it, and (when opened) the numbers of its step.
  */
 export function renderTour(container, view) {
   const { payload, selected } = view;
@@ -163,7 +164,8 @@ export function renderTour(container, view) {
     el("span", { class: "step-title" }, stopTitle(stop, payload)),
     openable ? el("span", { class: "tour-open" }, isOpen ? "hide the numbers" : "see the numbers") : null);
     return el("li", { class: `step tour-stop${isOpen ? " selected" : ""}`, dataset: { stage: stop.id, kind: stop.kind } },
-      head, stopNotes(stop, payload), isOpen ? view.detailFor(stop.stage) : null);
+      head, stopNotes(stop, payload), stop.stage ? lessonLinks(view.lessonsFor?.(stop.kind) ?? []) : null,
+      isOpen ? view.detailFor(stop.stage) : null);
   });
   container.replaceChildren(
     el("p", { class: "hint tour-intro" }, `A tour of the forward pass in ${stops.length} stops. The intermediate and advanced levels show all ${payload.stages.length} steps.`),

@@ -40,6 +40,13 @@ function shapeText(stage, payload) {
   return `${stage.shape} → ${shape(letters.map((letter) => sizes[letter]))}`;
 }
 
+/** "lessons 4 · 5": links to the lessons that explain a step (null when none does). */
+export function lessonLinks(lessons) {
+  if (!lessons.length) return null;
+  return el("p", { class: "step-lessons" }, lessons.length > 1 ? "lessons " : "lesson ",
+    lessons.flatMap((lesson, i) => [i ? " · " : "", el("a", { href: `lessons?lesson=${lesson.number}`, class: "lesson-link", title: `lesson ${lesson.number}: ${lesson.title}`, dataset: { lesson: lesson.number } }, String(lesson.number))]));
+}
+
 function stepRow(stage, view) {
   const { payload, level, selected } = view;
   const { kind, cross } = parseStage(stage.id);
@@ -72,11 +79,8 @@ function stepRow(stage, view) {
     const maths = equation(stage.equation, ctx);
     if (maths) notes.push(el("p", { class: "step-eq", html: maths }));
   }
-  const lessons = view.lessonsFor?.(kind) ?? [];
-  if (lessons.length) {
-    notes.push(el("p", { class: "step-lessons" }, lessons.length > 1 ? "lessons " : "lesson ",
-      lessons.flatMap((lesson, i) => [i ? " · " : "", el("a", { href: `lessons?lesson=${lesson.number}`, class: "lesson-link", title: `lesson ${lesson.number}: ${lesson.title}`, dataset: { lesson: lesson.number } }, String(lesson.number))])));
-  }
+  const lessons = lessonLinks(view.lessonsFor?.(kind) ?? []);
+  if (lessons) notes.push(lessons);
   if (level === "advanced") {
     notes.push(
       el(
