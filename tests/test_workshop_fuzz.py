@@ -37,6 +37,7 @@ ROUTES = [  # (method, path, request type); the lessons' run is left out: it sta
     ("post", "/api/stage", rt.StageRequest),
     ("post", "/api/lens", rt.PassRequest),
     ("post", "/api/tokens", rt.TokensRequest),
+    ("post", "/api/similarity", rt.SimilarityRequest),
     ("post", "/api/explain", rt.ExplainRequest),
     ("post", "/api/generate", rt.GenerateRequest),
     ("post", "/api/attention_change", rt.AttentionChangeRequest),

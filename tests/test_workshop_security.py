@@ -32,6 +32,7 @@ JSON_ROUTES = [
     "/api/stage",
     "/api/lens",
     "/api/tokens",
+    "/api/similarity",
     "/api/explain",
     "/api/generate",
     "/api/attention_change",
@@ -220,6 +221,16 @@ def test_out_of_range_fields_are_400_with_the_field_named(script, runs, route, b
     [
         ("post", "/api/walk", {"text": "a" * 5000}),
         ("post", "/api/stage", {"text": "a" * 5000, "name": "blocks.0.attn.pattern"}),
+        (
+            "post",
+            "/api/walk",
+            {
+                "text": "a",
+                "interventions": [{"layer": 0, "head": 0, "mode": "patch"}],
+                "patch_text": "a" * 5000,
+            },
+        ),
+        ("post", "/api/similarity", {"text": "a" * 5000, "other": "b"}),
         ("post", "/api/lens", {"text": "a" * 5000}),
         ("post", "/api/tokens", {"text": "a" * 9000}),
         ("post", "/api/explain", {"text": "a" * 100, "method": "lime"}),

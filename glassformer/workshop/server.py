@@ -345,6 +345,8 @@ def _pass_input(models: dict[str, Any], body: PassRequest, route: str) -> PassIn
     """The forward-pass fields of a walk, stage or lens request, checked against the model
     and the route's work limit."""
     lm = _reader(models, body.model, route, body.text, body.decoder_text, extra=len(body.generated))
+    if body.patch_text:  # a patched head's source: a pass of its own, within the same limit
+        check_length(lm, body.model, route, body.patch_text)
     try:
         changes = HeadInterventions(lm, [item.model_dump() for item in body.interventions], body.patch_text)
     except ValueError as error:
