@@ -14,8 +14,7 @@ import re
 import pytest
 
 from glassformer.workshop.server import create_app
-from tests.screenshots import keep_screenshot
-from tests.test_workshop_page import SHOWN_WEIGHT, VIEWPORT, WEIGHT_STEP, Workshop, char_lm, shown_token
+from tests.test_workshop_page import SHOWN_WEIGHT, WEIGHT_STEP, Workshop, char_lm, shown_token
 from tests.workshop_server import serving
 
 N_TOKENS = 300  # characters: one token each
@@ -110,19 +109,7 @@ def test_a_long_inputs_attention_is_an_overview_and_a_detail_window(workshop, mo
     canvas.click(position={"x": cell / 2, "y": (query - row0 + 0.5) * cell})  # a click picks a query too
     page.wait_for_selector(f'.qk-view[data-ready="1"][data-query="{query}"]', state="attached")
 
-    map_shot(workshop, "long_attention")
-
-
-def map_shot(workshop: Workshop, name: str) -> None:
-    """The opened step's heads and map, for a person to look at: the window made as tall as
-    the page (the sticky header then covers nothing) and no hover tip."""
-    page, path = workshop.page, workshop.tmp_path / f"workshop_{name}.png"
-    page.mouse.move(0, 0)
-    page.set_viewport_size({**VIEWPORT, "height": page.evaluate("document.documentElement.scrollHeight")})
-    page.locator(".detail .detail-body").screenshot(path=str(path))
-    page.set_viewport_size(VIEWPORT)
-    assert path.stat().st_size > 1000
-    keep_screenshot(path)
+    workshop.part_shot(".detail .detail-body", "long_attention")
 
 
 def test_a_long_inputs_lines_become_a_map(workshop, models):

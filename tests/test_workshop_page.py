@@ -119,6 +119,18 @@ class Workshop:
         assert path.stat().st_size > 1000
         keep_screenshot(path)
 
+    def part_shot(self, selector: str, name: str) -> None:
+        """One part of the page, for a person to look at: the window made as tall as the page
+        (the sticky header then covers nothing) and no hover tip."""
+        path = self.tmp_path / f"workshop_{name}.png"
+        self.page.mouse.move(0, 0)
+        height = self.page.evaluate("document.documentElement.scrollHeight")
+        self.page.set_viewport_size({**VIEWPORT, "height": height})
+        self.page.locator(selector).screenshot(path=str(path))
+        self.page.set_viewport_size(VIEWPORT)
+        assert path.stat().st_size > 1000
+        keep_screenshot(path)
+
     def close(self, allowed_errors: tuple[str, ...] = ()) -> None:
         """The checks every page passes: no errors, nothing asked of another origin."""
         self.page.close()

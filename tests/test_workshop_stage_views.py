@@ -13,12 +13,10 @@ from __future__ import annotations
 import torch
 
 from tests import test_workshop_page as page_tests
-from tests.screenshots import keep_screenshot
 from tests.test_workshop_page import (
     LONG_TEXT,
     SHOWN_WEIGHT,
     TEXT,
-    VIEWPORT,
     WEIGHT_STEP,
     Workshop,
     shown_token,
@@ -54,18 +52,6 @@ def click_row(workshop: Workshop, row: int, rows: int) -> None:
     canvas.evaluate("c => c.scrollIntoView({block: 'center'})")
     box = canvas.bounding_box()
     canvas.click(position={"x": box["width"] / 2, "y": (row + 0.5) * box["height"] / rows})
-
-
-def view_shot(workshop: Workshop, name: str) -> None:
-    """The opened step alone, for a person to look at: the window made as tall as the page
-    (the sticky header then covers nothing) and no hover tip."""
-    page, path = workshop.page, workshop.tmp_path / f"workshop_{name}.png"
-    page.mouse.move(0, 0)
-    page.set_viewport_size({**VIEWPORT, "height": page.evaluate("document.documentElement.scrollHeight")})
-    page.locator(".detail").screenshot(path=str(path))
-    page.set_viewport_size(VIEWPORT)
-    assert path.stat().st_size > 1000
-    keep_screenshot(path)
 
 
 def traced_attention(lm, layer: str, text: str, **trace_options) -> dict[str, torch.Tensor]:
@@ -125,7 +111,7 @@ def test_query_key_view_recomputes_the_traced_scores(workshop, models):
     page.click(f'.head-button[data-head="{head}"]')
     click_row(workshop, query, len(TEXT))
     assert_query_key_shown(workshop, lm, traced, head, query, bias=False, causal=True)
-    view_shot(workshop, "query_key")
+    workshop.part_shot(".detail", "query_key")
 
     page.select_option(".qk-query", "4")  # the select picks a query too; the pattern step keeps it
     assert_query_key_shown(workshop, lm, traced, head, 4, bias=False, causal=True)
@@ -144,7 +130,7 @@ def test_query_key_view_shows_the_t5_bias_apart(workshop, models):
     workshop.page.select_option(".qk-query", str(query))
     assert_query_key_shown(workshop, lm, traced, head, query, bias=True, causal=False)
     assert "bias = score" in workshop.page.locator(".qk-check").inner_text()
-    view_shot(workshop, "query_key_bias")
+    workshop.part_shot(".detail", "query_key_bias")
 
     layer = "decoder.blocks.0.cross_attn"  # no bias: the decoder's start token reads the encoder
     workshop.page.click('.block-line[data-group="decoder.blocks.0"]')
@@ -200,7 +186,7 @@ def test_ffn_view_lists_the_most_active_neurons(workshop, models):
     columns = profile.locator(".ffn-col")
     values = [float(v) for v in columns.evaluate_all("cols => cols.map(c => c.dataset.value)")]
     assert torch.allclose(torch.tensor(values), act[:, neuron], atol=1e-6)
-    view_shot(workshop, "ffn_neurons")
+    workshop.part_shot(".detail", "ffn_neurons")
 
     columns.nth(2).click()  # a token clicked in the profile: the lists follow, the neuron stays
     page.wait_for_selector('.ffn-view[data-ready="1"][data-token="2"]', state="attached")
