@@ -19,7 +19,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 FAMILIES = ("decoder", "encoder", "encoder_decoder")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
@@ -36,6 +36,16 @@ CLASSIFIER_POOLINGS = ("cls", "mean", "pooler", "last")
 DEFAULT_POOLING = {"encoder": "cls", "decoder": "last"}
 SENTENCE_POOLINGS = ("mean", "cls", "pooler")  # a sentence encoder's (sentence-transformers' 1_Pooling)
 DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout")
+
+
+class Stack(NamedTuple):
+    """One stack of blocks: its name ("" for a one-stack model, "encoder", "decoder"), its
+    depth, whether its self-attention is causal, whether it cross-attends to the encoder."""
+
+    name: str
+    layers: int
+    causal: bool
+    cross: bool
 
 
 @dataclass(frozen=True)
@@ -254,19 +264,61 @@ class ModelConfig:
         """Whether the FFN has a gate matrix (SwiGLU, GeGLU: three matrices)."""
         return self.activation in GATED_ACTIVATIONS
 
+    # capabilities: what a model of this config has and does; callers ask these, never the
+    # family's name (the family is read here, where a model is built, and in the formats)
+    @property
+    def stacks(self) -> tuple[Stack, ...]:
+        """The model's stacks in forward order: one for a decoder or an encoder; an
+        encoder-decoder's bidirectional encoder, then its causal decoder that reads it."""
+        if self.family == "encoder_decoder":
+            return (
+                Stack("encoder", self.n_layers, causal=False, cross=False),
+                Stack("decoder", self.n_decoder_layers, causal=True, cross=True),
+            )
+        return (Stack("", self.n_layers, causal=self.family == "decoder", cross=False),)
+
     @property
     def stack_depths(self) -> tuple[int, ...]:
         """Blocks in each stack, in forward order: (n_layers,), or (n_layers, n_decoder_layers)
         for an encoder-decoder."""
-        if self.family == "encoder_decoder":
-            return (self.n_layers, self.n_decoder_layers)
-        return (self.n_layers,)
+        return tuple(stack.layers for stack in self.stacks)
+
+    @property
+    def seq2seq(self) -> bool:
+        """Two stacks: an encoder read once, and a decoder with its own input that reads it."""
+        return len(self.stacks) == 2
+
+    @property
+    def causal(self) -> bool:
+        """Whether the stack the output comes from hides later tokens (it can predict them)."""
+        return self.stacks[-1].causal
+
+    @property
+    def has_lm_head(self) -> bool:
+        """Scores over the vocabulary at every position: an LM head, or an encoder's masked-LM
+        head; not a sentence encoder (its vectors are its output) nor a classifier."""
+        return not self.n_classes and (self.causal or self.mlm_head)
+
+    @property
+    def generates(self) -> bool:
+        """Whether it writes text: the next token from a causal stack's LM head."""
+        return self.has_lm_head and self.causal
+
+    @property
+    def masked_lm(self) -> bool:
+        """An encoder that fills in masked tokens (BERT's head over a bidirectional stack)."""
+        return self.has_lm_head and not self.causal
+
+    @property
+    def sentence_encoder(self) -> bool:
+        """An encoder whose output is one vector per text (pooled, normalized), no head."""
+        return not (self.causal or self.mlm_head or self.n_classes)
 
     @property
     def decoder_depth(self) -> int:
         """Blocks of the causal stack, the one that generates and keeps a KV cache:
         n_layers in a decoder, n_decoder_layers in an encoder-decoder, 0 in an encoder."""
-        return 0 if self.family == "encoder" else self.stack_depths[-1]
+        return self.stack_depths[-1] if self.causal else 0
 
     @property
     def labels(self) -> tuple[str, ...]:

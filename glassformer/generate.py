@@ -124,7 +124,7 @@ def stream_ids(
 def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]], tuple[int, ...]]:
     """Check the model and the prompts; return the prompts without padding and the stop ids."""
     config = getattr(net, "config", None)
-    if config is None or config.family not in ("decoder", "encoder_decoder"):
+    if config is None or not config.causal:  # an encoder predicts no next token
         family = getattr(config, "family", type(net).__name__)
         raise ValueError(
             f"cannot generate with a {family!r} model: generation needs a language-model head, "
@@ -147,7 +147,7 @@ def _prepare(net, input_ids, attention_mask, settings) -> tuple[list[list[int]],
                 f"a prompt of {longest} tokens is longer than max_seq_len={config.max_seq_len} of this model "
                 "(learned positions cannot extrapolate); shorten the prompt"
             )
-        if config.family == "encoder_decoder" and settings.max_new_tokens > config.max_seq_len:
+        if config.seq2seq and settings.max_new_tokens > config.max_seq_len:
             raise ValueError(
                 f"max_new_tokens={settings.max_new_tokens} is more than the decoder's max_seq_len="
                 f"{config.max_seq_len} (learned positions cannot extrapolate); lower max_new_tokens"
@@ -175,7 +175,7 @@ class _Sequences:
 
     def __init__(self, net: TransformerModel, prompts: list[list[int]], max_new_tokens: int, use_cache: bool):
         config = net.config
-        self.net, self.encoder_decoder = net, config.family == "encoder_decoder"
+        self.net, self.encoder_decoder = net, config.seq2seq
         param = next(net.parameters())
         self.device = param.device
         self.pad_id = pad_id(config)
@@ -198,7 +198,7 @@ class _Sequences:
         self.window = None
         if (
             config.positions == "learned"
-            and config.family == "decoder"
+            and not config.seq2seq
             and p + max_new_tokens - 1 > config.max_seq_len
         ):
             self.window, use_cache = config.max_seq_len, False

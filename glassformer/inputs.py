@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.models import EncoderDecoderLM, EncoderModel, TransformerModel
+from glassformer.models import TransformerModel
 from glassformer.tokenizers.readable import character_groups
 
 TokenInput = str | Sequence[int] | Sequence[Sequence[int]] | torch.Tensor
@@ -101,7 +101,7 @@ class ModelInputs:
     def decoder_ids(self, decoder_input: TokenInput | None, batch: int = 1) -> torch.Tensor | None:
         """An encoder-decoder's decoder input, b t (default: the start token alone; text:
         the start token + its tokens); None for the other families."""
-        if not isinstance(self.net, EncoderDecoderLM):
+        if not self.config.seq2seq:
             if decoder_input is not None:
                 raise ValueError(
                     f"decoder_input is only for encoder-decoder models, not {self.config.family!r}"
@@ -182,14 +182,14 @@ class ModelInputs:
             if decoder_ids is not None:
                 raise ValueError("decoder_input is only for encoder-decoder models, not a classifier")
             return net.classify(ids, attention_mask)
-        if isinstance(net, EncoderDecoderLM):
+        if self.config.seq2seq:
             if decoder_ids is None:
                 decoder_ids = self.decoder_ids(None, len(ids))
             decoder_ids = decoder_ids.expand(len(ids), -1)
             return net(ids, decoder_ids, attention_mask, decoder_attention_mask=decoder_attention_mask)
         if decoder_ids is not None:
             raise ValueError(f"decoder_input is only for encoder-decoder models, not {self.config.family!r}")
-        if isinstance(net, EncoderModel) and net.mlm_head is None:
+        if self.config.sentence_encoder:
             hidden = net.encode(ids, attention_mask)
             net.sentence_vectors(hidden, attention_mask)  # through its hook points: traced too
             return hidden
@@ -198,7 +198,7 @@ class ModelInputs:
     # generation ------------------------------------------------------------------------
     def prompts(self, prompt: TokenInput) -> list[list[int]]:
         """Prompts for generation as lists of ids (rows may differ in length)."""
-        if isinstance(self.net, EncoderModel):
+        if not self.config.causal:
             raise ValueError("an encoder-only model does not generate text; use logits(), encode or embed()")
         if isinstance(prompt, (str, torch.Tensor)):
             return self.ids(prompt).tolist()
@@ -305,4 +305,4 @@ def is_batch(value: Any) -> bool:
 
 def input_prefix(net: TransformerModel) -> str:
     """Where the input tokens' blocks are named: ``encoder.`` in an encoder-decoder, else nothing."""
-    return "encoder." if isinstance(net, EncoderDecoderLM) else ""
+    return "encoder." if net.config.seq2seq else ""

@@ -21,7 +21,7 @@ import torch
 from glassformer import generate as generation
 from glassformer.config import ModelConfig
 from glassformer.inputs import ModelInputs, TokenInput, is_batch, right_pad
-from glassformer.models import EncoderModel, TransformerModel
+from glassformer.models import TransformerModel
 from glassformer.nn.trace import Trace, capture
 from glassformer.sampling import generation_settings
 
@@ -153,7 +153,7 @@ class LanguageModel:
         """Sentence embeddings n d from an encoder: its token vectors pooled over the real
         tokens (``pooling`` None: the model's own, ``config.sentence_pooling``), then
         normalized to unit length unless ``normalize`` is False."""
-        if not isinstance(self.net, EncoderModel):
+        if self.config.causal:
             raise ValueError(f"embed() needs an encoder model, this one is {self.config.family!r}")
         if isinstance(sentences, str):
             sentences = [sentences]

@@ -1,4 +1,6 @@
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +75,40 @@ def test_llama_style_preset():
     config = llama_style(vocab_size=64, d_model=32, n_layers=1, n_heads=4, n_kv_heads=2)
     assert all(getattr(config, name) == value for name, value in LLAMA_STYLE.items())
     assert llama_style(activation="geglu").activation == "geglu"  # fields override the style
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # stacks, seq2seq, causal, has_lm_head, generates, masked_lm, sentence_encoder
+        ({}, ("", False, True, True, True, False, False)),
+        ({"family": "encoder"}, ("", False, False, True, False, True, False)),
+        ({"family": "encoder", "mlm_head": False}, ("", False, False, False, False, False, True)),
+        ({"family": "encoder", "n_classes": 2}, ("", False, False, False, False, False, False)),
+        ({"family": "decoder", "n_classes": 2}, ("", False, True, False, False, False, False)),
+        ({"family": "encoder_decoder"}, ("encoder decoder", True, True, True, True, False, False)),
+    ],
+)
+def test_a_config_says_what_its_model_can_do(fields, expected):
+    """The capabilities every caller asks instead of the family's name."""
+    config = ModelConfig(n_layers=2, n_decoder_layers=3, **fields)
+    stacks = " ".join(stack.name for stack in config.stacks)
+    names = ("seq2seq", "causal", "has_lm_head", "generates", "masked_lm", "sentence_encoder")
+    assert (stacks, *(getattr(config, name) for name in names)) == expected
+    assert config.stack_depths == tuple(stack.layers for stack in config.stacks)
+    assert [stack.cross for stack in config.stacks] == ([False, True] if config.seq2seq else [False])
+
+
+FAMILY_TEST = re.compile(r"\bfamily\s*(?:===?|!==?|in\b|not in\b)|\.family\s*(?:===?|!==?)")
+
+
+def test_callers_ask_capabilities_not_family_names():
+    """The family's name is read where a model is built (config.py, models/, formats/, a
+    preset's objective in train/runs.py): at most ten tests in all, none anywhere else."""
+    root = Path(__file__).resolve().parents[1]
+    sources = [*root.glob("glassformer/**/*.py"), *root.glob("glassformer/workshop/static/js/*.js")]
+    found = {str(p.relative_to(root)): n for p in sources if (n := len(FAMILY_TEST.findall(p.read_text())))}
+    building = ("glassformer/config.py", "glassformer/train/runs.py", "glassformer/models/")
+    building += ("glassformer/formats/",)
+    assert {path: n for path, n in found.items() if not path.startswith(building)} == {}
+    assert sum(found.values()) <= 10, found

@@ -352,7 +352,7 @@ def test_clear_errors(decoder, encoder, seq2seq):
         HeadView.from_lm(decoder, TEXT, layers=[0, 2])
     with pytest.raises(ValueError, match=r"head 4 is out of range: layer 0 has 4 heads \(0\.\.3\)"):
         NeuronView.from_lm(decoder, TEXT, layer=0, head=4)
-    with pytest.raises(ValueError, match="needs an encoder-decoder model, but this model is a 'decoder'"):
+    with pytest.raises(ValueError, match="needs an encoder-decoder model, but this model has one stack"):
         ModelView.from_lm(decoder, TEXT, attention="cross")
     with pytest.raises(ValueError, match="pass decoder_input"):
         HeadView.from_lm(seq2seq, SOURCE)

@@ -191,7 +191,7 @@ def _heatmap(lm, text: str, layer: int, head: int | None):
     from glassformer.inspect import attention_patterns, head_pattern
     from glassformer.viz import attention_grid, attention_heatmap
 
-    if lm.config.family == "encoder_decoder":
+    if lm.config.seq2seq:
         raise ValueError("--view heatmap shows self-attention of decoder or encoder models; use --view head")
     trace = lm.trace(text, "blocks.*.attn.pattern")
     if head is None:

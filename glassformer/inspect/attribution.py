@@ -53,7 +53,6 @@ import torch
 
 from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target, special_id
-from glassformer.models import EncoderModel
 from glassformer.nn.hooks import select
 from glassformer.nn.trace import evaluating
 
@@ -359,7 +358,7 @@ def occlusion(
         variants = ids.repeat(t, 1)  # t t
         variants.fill_diagonal_(new)
     positions, scored = None, None
-    if isinstance(lm.net, EncoderModel) and lm.net.mlm_head is not None:
+    if lm.config.masked_lm:
         # Read every variant at the original [MASK]: an occluding [MASK] must not move it.
         scored = int((ids[0] == special_id(lm, "mask")).int().argmax())
         positions = torch.full((t,), scored, device=ids.device)

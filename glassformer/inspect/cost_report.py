@@ -135,14 +135,14 @@ def _notes(config: ModelConfig, seq_len: int) -> list[str]:
             f"seq_len {seq_len:,} exceeds max_seq_len={config.max_seq_len:,}: learned positions "
             "cannot run it (the figures are what it would cost)"
         )
-    if config.family == "decoder" or config.family == "encoder_decoder":
+    if config.causal:
         notes.append(
             "attention FLOPs count the full t x s square, as the kernels compute it; under the causal "
             "mask half of it is used"
         )
-    if config.family == "encoder_decoder":
+    if config.seq2seq:
         notes.append(f"encoder-decoder: per target token, with as many source tokens ({seq_len:,})")
-    if config.family == "encoder" and not config.mlm_head:
+    if not config.causal and not config.mlm_head:
         notes.append("no masked-LM head: FLOPs are encode()'s, activations leave out any loss")
     if config.n_classes or config.pooler:
         notes.append("the pooler and classifier act once per sequence: left out of FLOPs and activations")
@@ -159,7 +159,7 @@ def _row(label: str, value: str, extra: str = "") -> str:
 
 def _title(report: Costs) -> str:
     c = report.config
-    layers = f"{c.n_layers}+{c.n_decoder_layers}" if c.family == "encoder_decoder" else str(c.n_layers)
+    layers = "+".join(str(depth) for depth in c.stack_depths)
     return (
         f"{c.family}: d_model {c.d_model}, {layers} layers, {c.n_heads} heads ({c.n_kv_heads} kv), "
         f"d_head {c.d_head}, d_ff {c.d_ff}{' (gated)' if c.gated else ''}, vocab {c.vocab_size:,}, "

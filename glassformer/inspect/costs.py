@@ -106,16 +106,15 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
         raise ValueError(f"seq_len={seq_len} must be a positive integer")
     d, v, h, g, e = config.d_model, config.vocab_size, config.n_heads, config.n_kv_heads, config.d_head
     head = 0
-    if config.family != "encoder":
+    if config.causal:  # the LM head
         head = d * v
     elif config.mlm_head:
         head = d * d + d * v
     matmul = config.n_layers * _matmul_weights(config, cross=False) + head
     attention_layers = config.n_layers
-    if config.family == "encoder_decoder":
-        decoder = config.n_decoder_layers
-        matmul += decoder * (_matmul_weights(config, cross=True) + d * 2 * g * e)
-        attention_layers += 2 * decoder  # self-attention and cross-attention
+    for stack in config.stacks[1:]:  # an encoder-decoder's decoder: self- and cross-attention
+        matmul += stack.layers * (_matmul_weights(config, cross=True) + d * 2 * g * e)
+        attention_layers += 2 * stack.layers
     return FlopsPerToken(weights=2 * matmul, attention=attention_layers * 4 * seq_len * h * e, head=2 * head)
 
 
@@ -140,7 +139,7 @@ def cross_kv_bytes(
 ) -> int:
     """An encoder-decoder's cross-attention K/V, computed once from ``seq_len`` source tokens:
     2 x n_decoder_layers x g x e x bytes(dtype) x seq_len x batch (0 for other families)."""
-    if config.family != "encoder_decoder":
+    if not config.seq2seq:
         return 0
     return (
         2
@@ -239,18 +238,19 @@ def activation_bytes(
     if seq_len < 1 or batch < 1:
         raise ValueError(f"seq_len={seq_len} and batch={batch} must be positive integers")
     d, v = config.d_model, config.vocab_size
-    stacks = []
-    if config.family == "encoder_decoder":
-        stacks.append(_stack_kept(config, seq_len, batch, config.n_layers, causal=False, cross=False))
-        stacks.append(_stack_kept(config, seq_len, batch, config.n_decoder_layers, causal=True, cross=True))
+    stacks = [
+        _stack_kept(config, seq_len, batch, stack.layers, causal=stack.causal, cross=stack.cross)
+        for stack in config.stacks
+    ]
+    if config.seq2seq:
         head = 2 * d + v  # the encoder output read by W_K, W_V; the decoder output read by the head
+    elif config.causal:
+        head = d + v
+    elif config.mlm_head:
+        transform = 3 * d - (d if config.activation == "relu" else 0)
+        head = transform + _norm_kept(config) + v  # dense in and out, activation, norm, logits
     else:
-        causal = config.family == "decoder"
-        stacks.append(_stack_kept(config, seq_len, batch, config.n_layers, causal=causal, cross=False))
-        head = d + v if config.family == "decoder" else 0
-        if config.family == "encoder" and config.mlm_head:
-            transform = 3 * d - (d if config.activation == "relu" else 0)
-            head = transform + _norm_kept(config) + v  # dense in and out, activation, norm, logits
+        head = 0
     numbers = sum(n for n, _, _ in stacks) + head
     float32 = sum(f for _, f, _ in stacks)
     ids = sum(i for _, _, i in stacks)

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 
 from glassformer.inputs import TokenInput, input_prefix
-from glassformer.models import EncoderModel
 from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
@@ -138,7 +137,7 @@ def nearest_sentences(
 ) -> Neighbours:
     """``candidates`` ranked by the cosine of their sentence embeddings (``lm.embed``) to
     the query's; the first k (all by default)."""
-    if not isinstance(lm.net, EncoderModel):
+    if lm.config.causal:
         raise ValueError(
             f"nearest_sentences needs a sentence encoder (lm.embed), this model is {lm.config.family!r}"
         )

@@ -65,9 +65,9 @@ def next_token_probability(
 def sentence_similarity(lm: LanguageModel, other: str) -> Target:
     """F = cos(mean_t h_t, e_other): the cosine similarity of the input's mean-pooled hidden
     states (what ``lm.embed`` returns, before normalizing) and the embedding of ``other``."""
-    net = lm.net
-    if not isinstance(net, EncoderModel) or net.mlm_head is not None:
-        kind = "a masked-LM encoder" if isinstance(net, EncoderModel) else f"of family {lm.config.family!r}"
+    config = lm.config
+    if not config.sentence_encoder:
+        kind = "a masked-LM encoder" if config.masked_lm else f"of family {config.family!r}"
         raise ValueError(
             "sentence similarity needs a sentence encoder (an encoder without a masked-LM head, "
             f"e.g. minilm-l6); this model is {kind}"
@@ -79,7 +79,7 @@ def sentence_similarity(lm: LanguageModel, other: str) -> Target:
     reference = lm.embed(other, normalize=False)[0]  # d
 
     def cosine(hidden: torch.Tensor, ids: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:
-        pooled = net.pool(hidden, None, "mean")  # b d: no padding inside a row
+        pooled = lm.net.pool(hidden, None, "mean")  # b d: no padding inside a row
         return torch.nn.functional.cosine_similarity(pooled.float(), reference.float()[None], dim=-1)  # b
 
     return Target(f"cosine similarity of the mean-pooled embedding to {other!r}", cosine)

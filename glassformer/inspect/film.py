@@ -34,7 +34,6 @@ import torch
 from glassformer.formats.run_directory import FILM
 from glassformer.inspect.head_roles import induction_scores, previous_token_scores
 from glassformer.inspect.logit_lens import logit_lens
-from glassformer.models import DecoderLM, EncoderModel
 from glassformer.nn.trace import capture, evaluating
 
 PROBE_TOKENS = 48  # the longest probe kept: patterns grow as t^2
@@ -70,7 +69,8 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
 
     lm = LanguageModel(net, tokenizer)
     labels = _labeller(lm)
-    prefix = "encoder." if net.config.family == "encoder_decoder" else ""
+    prefix = "encoder." if net.config.seq2seq else ""
+    decoder_only = net.config.causal and not net.config.seq2seq  # where induction heads are read
     with torch.no_grad(), evaluating(net):
         names = [f"{prefix}blocks.*.attn.pattern", f"{prefix}blocks.*.resid_post"]
         if net.config.n_classes:
@@ -84,7 +84,7 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
             "text": _text(tokenizer, ids[0].tolist()),
             "patterns": _bytes(patterns),
             "previous_token": _rounded(previous_token_scores(trace, prefix)),
-            "induction": _rounded(induction_scores(lm)) if isinstance(net, DecoderLM) else None,
+            "induction": _rounded(induction_scores(lm)) if decoder_only else None,
             "lens": _lens(lm, ids, labels),
             "classes": _classes(net.config, trace["classifier.logits"][0]) if net.config.n_classes else None,
             "projection": _rounded(_pca_2d(trace[last][0].float())),
@@ -110,7 +110,7 @@ def read_film(run_dir: str | Path) -> list[dict[str, Any]]:
 
 def _lens(lm, ids: torch.Tensor, labels) -> dict[str, Any] | None:
     """The logit lens's top-1 token and its probability, every layer x position."""
-    if isinstance(lm.net, EncoderModel) and lm.net.mlm_head is None:
+    if not lm.config.has_lm_head:  # a sentence encoder, a classifier: no vocabulary to read
         return None
     decoder = lm.inputs.decoder_ids(None)
     lens = logit_lens(lm, ids, k=1, decoder_input=decoder)

@@ -110,7 +110,7 @@ def induction_scores(
     the next token is no evidence of an induction mechanism.
     """
     net, config = lm.net, lm.config
-    if not isinstance(net, DecoderLM):
+    if not config.causal or config.seq2seq:
         raise ValueError(
             f"induction scores need a causal decoder-only model; this one is {config.family!r} "
             "(an encoder sees both copies at once, so attending ahead proves nothing)"

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import torch
 
-from glassformer.models import EncoderModel
 from glassformer.nn.trace import capture
 
 
@@ -98,7 +97,7 @@ def logit_lens(
     start token followed by its tokens), whose stack the lens reads.
     """
     net, config, inputs = lm.net, lm.config, lm.inputs
-    if isinstance(net, EncoderModel) and net.mlm_head is None:
+    if config.sentence_encoder:
         raise ValueError(
             "the logit lens needs an LM head, and this encoder has none (a sentence encoder, "
             "config.mlm_head=False): there is no vocabulary to read its layers in"

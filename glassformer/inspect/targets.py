@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from glassformer.models import EncoderModel
 from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
@@ -54,14 +53,14 @@ def make_target(
     if callable(target):
         return _function_target(target)
     net = lm.net
-    if isinstance(net, EncoderModel) and net.mlm_head is None:
+    if lm.config.sentence_encoder:
         raise ValueError(
             "this encoder has no masked-LM head (a sentence encoder), so a target token does not "
             "apply; pass a function of its hidden states instead, e.g. "
             "target=lambda hidden: hidden[0].mean(0) @ direction"
         )
     positions = _scored_positions(lm, ids)
-    where = "the masked position" if isinstance(net, EncoderModel) else "the last position"
+    where = "the last position" if lm.config.causal else "the masked position"
     if target is None:
         if ids is None:
             raise ValueError("target=None (the top prediction) needs the input ids")
@@ -100,7 +99,7 @@ def _function_target(fn: Callable[[torch.Tensor], Any]) -> Target:
 def _scored_positions(lm, ids: torch.Tensor | None) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """Where a token target is read, per row: an encoder's first [MASK], else the last
     position. Checks that ``ids`` holds a mask token for an encoder."""
-    if not isinstance(lm.net, EncoderModel):
+    if lm.config.causal:
         return lambda output, ids: torch.full((len(output),), output.shape[1] - 1, device=output.device)
     mask_id = special_id(lm, "mask")
     if ids is not None and not bool((ids == mask_id).any()):

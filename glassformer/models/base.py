@@ -106,7 +106,7 @@ class TransformerModel(nn.Module):
         """Logits of a final-normed residual stream, b t d -> b t v: an encoder's masked-LM
         head, else the LM head after ``lm_head_input_scale`` (T5 with tied embeddings:
         d^-0.5). The forward pass ends here; the logit lens reads earlier layers through it."""
-        if self.config.family == "encoder":
+        if not self.config.causal:  # an encoder: its masked-LM head
             if self.mlm_head is None:
                 raise ValueError(
                     "this encoder has no masked-LM head (config.mlm_head=False): use encode() for "

@@ -72,7 +72,7 @@ def _head(config: ModelConfig) -> dict[str, int]:
     d, v = config.d_model, config.vocab_size
     tied = config.tie_embeddings
     counts: dict[str, int] = {}
-    if config.family != "encoder":
+    if config.causal:  # a decoder's (or an encoder-decoder's) LM head
         counts["lm head"] = (0 if tied else d * v) + (v if config.lm_head_bias else 0)
     elif config.mlm_head:
         counts["mlm head"] = _linear(d, d, True) + _norm(config) + (0 if tied else d * v) + v
@@ -106,11 +106,11 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
     if config.embed_norm:
         counts["embedding norm"] = stacks * _norm(config)
     counts.update(_attention(config, "attention", layers))
-    if config.family == "encoder_decoder":
-        counts.update(_attention(config, "cross-attention", config.n_decoder_layers))
+    cross_layers = sum(stack.layers for stack in config.stacks if stack.cross)
+    if cross_layers:
+        counts.update(_attention(config, "cross-attention", cross_layers))
     counts.update(_ffn(config, layers))
-    cross_norms = config.n_decoder_layers if config.family == "encoder_decoder" else 0
-    counts["block norms"] = (2 * layers + cross_norms) * _norm(config)
+    counts["block norms"] = (2 * layers + cross_layers) * _norm(config)
     if config.norm_placement == "pre":
         counts["final norm"] = stacks * _norm(config)
     counts.update(_head(config))

@@ -67,6 +67,7 @@ def prepare(
             f"train.init_from={run.train.init_from!r} starts a classifier from a pretrained body "
             f"(data.objective='classify'); data.objective={run.data.objective!r} trains from scratch"
         )
+    _check_family(run)
     if run.data.objective in ("task", "seq2seq"):
         return _prepare_task(run)
     if run.data.objective == "classify":
@@ -109,12 +110,7 @@ def _prepare_corpus(run: RunConfig, data_dir: Path, log) -> Prepared:
     train_ids = token_file(corpus.train, tokenizer, f"{stem}-train.bin")
     val_ids = token_file(corpus.val, tokenizer, f"{stem}-val.bin")
     s = run.train
-    family = run.model.get("family", "decoder")
     if run.data.objective == "mlm":
-        if family != "encoder":
-            raise ValueError(
-                f"data.objective='mlm' trains encoders; set model.family='encoder', not {family!r}"
-            )
         special = tokenizer.special_tokens
         options = dict(
             vocab_size=tokenizer.vocab_size, mask_token_id=special[MASK], special_ids=tuple(special.values())
@@ -123,8 +119,6 @@ def _prepare_corpus(run: RunConfig, data_dir: Path, log) -> Prepared:
         val = MLMBatches(val_ids, s.context, s.batch_size, s.seed, **options).fixed(s.eval_batches)
         config = run.model_config(tokenizer.vocab_size, pad_token_id=special[PAD])
         return Prepared(build(config), tokenizer, train, val, None, None)
-    if family != "decoder":
-        raise ValueError(f"data.objective='lm' trains decoders; set model.family='decoder', not {family!r}")
     train = LMBatches(train_ids, s.context, s.batch_size, s.seed)
     val = LMBatches(val_ids, s.context, s.batch_size, s.seed).fixed(s.eval_batches)
     net = build(run.model_config(tokenizer.vocab_size))
@@ -148,15 +142,24 @@ def _text_sampler(tokenizer: Tokenizer, prompt: list[int], n: int) -> Callable[[
     return sample
 
 
+# the family each objective trains (a classifier's body is the preset's own choice)
+OBJECTIVE_FAMILY = {"lm": "decoder", "mlm": "encoder", "task": "decoder", "seq2seq": "encoder_decoder"}
+
+
+def _check_family(run: RunConfig) -> None:
+    """The preset's model.family is the one its objective trains (the one place a run reads it)."""
+    expected = OBJECTIVE_FAMILY.get(run.data.objective)
+    family = run.model.get("family", "decoder")
+    if expected is not None and family != expected:
+        raise ValueError(
+            f"data.objective={run.data.objective!r} trains a {expected}; set model.family={expected!r}, "
+            f"not {family!r}"
+        )
+
+
 def _prepare_task(run: RunConfig) -> Prepared:
     task = make_task(run.data.corpus, **run.data.task)
     architecture = "decoder" if run.data.objective == "task" else "encoder-decoder"
-    family = run.model.get("family", "decoder")
-    expected = "decoder" if architecture == "decoder" else "encoder_decoder"
-    if family != expected:
-        raise ValueError(
-            f"data.objective={run.data.objective!r} needs model.family={expected!r}, not {family!r}"
-        )
     s = run.train
     config = run.model_config(
         task.vocab_size,

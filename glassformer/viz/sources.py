@@ -90,12 +90,12 @@ def attention_source(
     `glassformer.inputs`), so a view reads exactly what every analysis reads.
     """
     config = lm.config
-    attention = _check_attention(config.family, attention)
+    attention = _check_attention(config.seq2seq, attention)
     inputs = lm.inputs
     ids = inputs.single(text)
-    if config.family != "encoder_decoder":
+    if not config.seq2seq:
         tokens = inputs.labels(ids)
-        causal = config.family == "decoder"
+        causal = config.causal
         return AttentionSource(
             lm, "self", ids, None, tokens, tokens, "blocks", "attn", config.n_layers, causal
         )
@@ -116,13 +116,14 @@ def attention_source(
     return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
 
 
-def _check_attention(family: str, attention: str | None) -> str:
-    """``attention`` checked against the model's family; None picks its default."""
+def _check_attention(seq2seq: bool, attention: str | None) -> str:
+    """``attention`` checked against the model's stacks (one, or an encoder and a decoder);
+    None picks its default."""
     if attention is None:
-        attention = "cross" if family == "encoder_decoder" else "self"
+        attention = "cross" if seq2seq else "self"
     if attention not in ATTENTION_KINDS:
         raise ValueError(f"attention={attention!r} is not one of {ATTENTION_KINDS}")
-    if family == "encoder_decoder":
+    if seq2seq:
         if attention == "self":
             raise ValueError(
                 "an encoder-decoder model has three kinds of attention: pass attention='encoder', "
@@ -130,7 +131,7 @@ def _check_attention(family: str, attention: str | None) -> str:
             )
     elif attention != "self":
         raise ValueError(
-            f"attention={attention!r} needs an encoder-decoder model, but this model is a {family!r} "
-            "model: it has self-attention only (attention='self')"
+            f"attention={attention!r} needs an encoder-decoder model, but this model has one stack: "
+            "it has self-attention only (attention='self')"
         )
     return attention

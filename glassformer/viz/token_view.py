@@ -121,15 +121,15 @@ class TokenView(View):
                     f"score {name!r} is not one of {LM_SCORES}; for other scores, pass your own: "
                     "TokenView(tokens, scores)"
                 )
-        family = lm.config.family
-        if family == "encoder_decoder" or getattr(lm.net, "mlm_head", True) is None:
-            kind = f"an {family!r} model" + (" without a masked-LM head" if family == "encoder" else "")
+        config = lm.config
+        if config.seq2seq or not config.has_lm_head:
+            kind = f"an {config.family!r} model" + (" without a masked-LM head" if not config.causal else "")
             raise ValueError(
                 "TokenView.from_lm needs a model that predicts the tokens of its input (a decoder or a "
                 f"masked-LM encoder), this one is {kind}; compute your scores and pass them to "
                 "TokenView(tokens, scores)"
             )
-        if "surprisal" in names and family != "decoder":
+        if "surprisal" in names and not config.causal:
             raise ValueError(
                 "surprisal needs a decoder (it predicts each token from the ones before); use 'entropy'"
             )

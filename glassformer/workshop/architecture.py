@@ -37,15 +37,16 @@ from glassformer.workshop.stage_words import POSITION_NAMES, Context, attention_
 def summary(config: ModelConfig) -> dict[str, Any]:
     """The architecture in a few fields: what the page shows next to the diagram, and every
     constant its equations (static/js/equations.js) need to be this model's own."""
-    stacks = [{"name": "", "layers": config.n_layers, "causal": config.family == "decoder", "cross": False}]
-    if config.family == "encoder_decoder":
-        stacks = [
-            {"name": "encoder", "layers": config.n_layers, "causal": False, "cross": False},
-            {"name": "decoder", "layers": config.n_decoder_layers, "causal": True, "cross": True},
-        ]
     return {
         "family": config.family,
-        "stacks": stacks,
+        "stacks": [stack._asdict() for stack in config.stacks],
+        "capabilities": {  # what the page asks instead of the family's name
+            "has_lm_head": config.has_lm_head,
+            "generates": config.generates,
+            "masked_lm": config.masked_lm,
+            "sentence_encoder": config.sentence_encoder,
+            "seq2seq": config.seq2seq,
+        },
         "norm": config.norm,
         "placement": config.norm_placement,
         "positions": config.positions,
@@ -114,7 +115,7 @@ def _classifier(config: ModelConfig) -> dict[str, Any] | None:
 
 def _sentence(config: ModelConfig) -> dict[str, Any] | None:
     """A sentence encoder's ending (no MLM head, no classifier): its pooling; None otherwise."""
-    if config.family != "encoder" or config.mlm_head or config.n_classes:
+    if not config.sentence_encoder:
         return None
     return {"pooling": config.sentence_pooling, "normalized": True}
 
@@ -122,7 +123,7 @@ def _sentence(config: ModelConfig) -> dict[str, Any] | None:
 def _head(config: ModelConfig) -> dict[str, Any]:
     """What turns the final stream into logits. An encoder's masked-LM head (`MLMHead`)
     always has its biases and no input scale; an LM head follows the config."""
-    mlm = config.family == "encoder"
+    mlm = config.masked_lm
     return {
         "tied": config.tie_embeddings,  # output matrix E^T, the token table transposed
         "bias": True if mlm else config.lm_head_bias,
@@ -156,7 +157,7 @@ def _listed(name: str, config: ModelConfig) -> bool:
     if name.endswith("final_norm"):
         return config.norm_placement == "pre"
     if name == "logits":
-        return not config.n_classes and (config.family != "encoder" or config.mlm_head)
+        return config.has_lm_head
     return True
 
 

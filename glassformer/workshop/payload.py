@@ -33,7 +33,6 @@ from typing import Any
 import torch
 
 from glassformer.inputs import ModelInputs
-from glassformer.models import EncoderModel
 from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
@@ -95,7 +94,7 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         if classifier
         else _prediction(lm, ids, decoder_ids, output, settings, step=len(given.generated)),
         "classification": _classification(classifier["classes"], output[0]) if classifier else None,
-        "masked": masked_prediction(lm, ids, output[0]) if _is_mlm(lm) else None,
+        "masked": masked_prediction(lm, ids, output[0]) if lm.config.masked_lm else None,
         "interventions": given.changes(),
         "generated": len(given.generated),
         "seconds": time.perf_counter() - start,
@@ -149,11 +148,6 @@ def _map_shape(values: dict[str, dict[str, Any]], trace: str) -> dict[str, Any]:
     return {"shape": [heads, queries, values[f"{base}.k"]["shape"][1]]}
 
 
-def _is_mlm(lm) -> bool:
-    """An encoder with its masked-LM head (its output is word scores at every position)."""
-    return isinstance(lm.net, EncoderModel) and lm.net.mlm_head is not None and lm.net.classifier is None
-
-
 def _read_text(lm, ids: torch.Tensor) -> str:
     """The text of ``ids`` as characters (a character cut at the end shows as U+FFFD)."""
     return "" if lm.tokenizer is None else lm.tokenizer.decode(ids[0].tolist())
@@ -200,7 +194,7 @@ def _prediction(
 ) -> dict[str, Any] | None:
     """The next-token pipeline at the last position (a decoder's, or the encoder-decoder's
     decoder), drawn as generation step ``step`` draws; None for encoders, which do not generate."""
-    if isinstance(lm.net, EncoderModel):
+    if not lm.config.generates:
         return None
     seen = ids if decoder_ids is None else decoder_ids
     steps, token = next_token(output[0, -1], seen, settings, step)

@@ -199,8 +199,10 @@ def create_app(
     async def lens(request: Request) -> JSONResponse:
         body = await read_request(request, PassRequest)
         lm = _model(models, body.model)
-        if lm.config.family == "encoder" and not lm.config.mlm_head:
-            raise RequestError("a sentence encoder has no head to read its layers with: no logit lens")
+        if not lm.config.has_lm_head:
+            raise RequestError(
+                "a sentence encoder or a classifier has no head to read its layers with: no logit lens"
+            )
         return await answer(run_model(request, "lens", lens_payload, _pass_input(models, body, "lens")))
 
     async def explain(request: Request) -> JSONResponse:
@@ -232,8 +234,11 @@ def create_app(
     async def generate(request: Request) -> StreamingResponse:
         body = await read_request(request, GenerateRequest)
         lm = _reader(models, body.model, "generate", body.text, extra=body.max_new_tokens)
-        if lm.config.family == "encoder":
-            raise RequestError("an encoder does not generate text; choose a decoder or an encoder-decoder")
+        if not lm.config.generates:
+            raise RequestError(
+                "an encoder does not generate text, nor does a classifier; "
+                "choose a decoder or an encoder-decoder"
+            )
         settings = _settings(body, max_new_tokens=body.max_new_tokens)
         try:
             lm.inputs.single(body.text)  # a prompt the model can read, checked before the stream starts

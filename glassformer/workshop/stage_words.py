@@ -157,11 +157,11 @@ def embed_out_words(ctx: Context) -> str:
 
 
 def logits_title(ctx: Context) -> str:
-    return "logits: the masked-LM head" if ctx.config.family == "encoder" else "logits: the LM head"
+    return "logits: the masked-LM head" if ctx.config.masked_lm else "logits: the LM head"
 
 
 def logits_words(ctx: Context) -> str:
-    if ctx.config.family == "encoder":
+    if ctx.config.masked_lm:
         return (
             "Each vector is compared with every word in the vocabulary: a score for each "
             "word that could stand at that position."

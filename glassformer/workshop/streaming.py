@@ -41,7 +41,7 @@ def token_events(lm, text: str, settings: GenerationSettings) -> Iterator[str]:
     def count(x, name: str) -> None:  # b h t e (q), b g s e (k)
         rows[name.rsplit(".", 1)[1]] = x.shape[2]
 
-    prefix = "decoder." if lm.config.family == "encoder_decoder" else ""
+    prefix = "decoder." if lm.config.seq2seq else ""
     hooks = dict.fromkeys((f"{prefix}blocks.0.attn.q", f"{prefix}blocks.0.attn.k"), count)
     start = last = time.perf_counter()
     n, text_shown, prefill = 0, "", 0.0

@@ -25,7 +25,7 @@ def view_html(lm, kind: str, text: str, layer: int = 0, head: int = 0) -> str:
     """The HTML of view ``kind`` for ``text``; ValueError for an unknown kind or layer."""
     from glassformer.viz import HeadView, ModelView, NeuronView, TokenView
 
-    seq2seq = lm.config.family == "encoder_decoder"
+    seq2seq = lm.config.seq2seq
     options: dict[str, Any] = {"decoder_input": [lm.inputs.decoder_ids(None)[0, 0].item()]} if seq2seq else {}
     if kind == "head":
         return HeadView.from_lm(lm, text, layer=layer, **options).html()

@@ -270,7 +270,7 @@ function logits({ arch, value }) {
   const v = num(arch.vocab_size);
   const [matrix, shape] = head.tied ? ["E^{\\top}", `E \\in ${real(v, d)}`] : [W("U"), `${W("U")} \\in ${real(d, v)}`];
   const tied = head.tied ? "the output matrix is the token table E, transposed (tied)" : "its own output matrix (untied)";
-  if (arch.family === "encoder") {
+  if (arch.capabilities.masked_lm) {
     const act = activationName(arch.ffn.activation);
     return eq(
       `\\mathrm{logits} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${act}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${matrix} + b_{\\mathrm{vocab}},` +

@@ -289,7 +289,7 @@ function drawExplain() {
   panels.explain.dataset.for = key;
   const info = modelInfo();
   const classes = walk.payload.architecture.classifier?.classes ?? null;
-  const encoder = !classes && info?.architecture.family === "encoder" && !walk.payload.stages.some((s) => s.id === "logits");
+  const encoder = Boolean(info?.architecture.capabilities.sentence_encoder);
   renderExplain(panels.explain, { model: walk.model, text: walk.text, encoder, classes });
 }
 
@@ -339,9 +339,9 @@ async function drawCompare(ticket) {
   };
   renderCompare(panels.compare, { ...options, sides: walk.compared?.other === other ? walk.compared.sides : null });
   if (!other || !walk.lens || walk.compared?.other === other) return;
-  const family = models.find((m) => m.name === other)?.architecture.family;
+  const seq2seq = models.find((m) => m.name === other)?.architecture.capabilities.seq2seq;
   const input = { model: other, text: walk.text };
-  if (family === "encoder_decoder" && walk.decoderText) input.decoder_text = walk.decoderText;
+  if (seq2seq && walk.decoderText) input.decoder_text = walk.decoderText;
   if (other === walk.model && walk.input.generated) input.generated = walk.input.generated;
   try {
     const lens = await fetchLens(input);
@@ -387,8 +387,8 @@ function takeToken(id) {
 async function run({ keepGenerated = false, push = true } = {}) {
   settings = { ...settings, ...controls.read() };
   if (!keepGenerated) generated = [];
-  const family = models.find((m) => m.name === settings.model)?.architecture.family;
-  if (family !== "encoder_decoder") settings.decoder_text = ""; // only a decoder reads one
+  const seq2seq = models.find((m) => m.name === settings.model)?.architecture.capabilities.seq2seq;
+  if (!seq2seq) settings.decoder_text = ""; // only an encoder-decoder's decoder reads one
   writeSettings(settings, { push }); // each run its own history entry: Back is the run before
   const request = walkRequest(settings, generated);
   const ticket = ++latestRequest;

@@ -48,9 +48,9 @@ function maskedView(masked, level) {
 }
 
 function noPrediction(payload) {
-  const family = payload.architecture.family;
-  const hasHead = payload.stages.some((s) => s.id === "logits");
-  const text = family === "encoder"
+  const can = payload.architecture.capabilities;
+  const hasHead = can.has_lm_head;
+  const text = !can.generates && !payload.classification
     ? "This model is an encoder: it reads the whole text at once, in both directions, and gives one vector per " +
       "token. Encoders do not generate text, so there is no next token to predict." +
       (hasHead ? " Its masked-LM head (the logits step) scores the words that could stand at each position." : "")
