@@ -85,6 +85,9 @@ class ModelConfig:
     attn_scale: float | None = None  # None = 1/sqrt(d_head); T5 uses 1.0
     attn_window: int | None = None  # sliding window: attend to the last `window` keys
     qkv_bias: bool = True
+    qk_norm: bool = (
+        False  # a norm (config.norm, learned weight) over each head's q and k, before RoPE (Qwen3)
+    )
     out_bias: bool = True
     # feed-forward
     activation: str = "gelu_tanh"

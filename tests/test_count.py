@@ -40,6 +40,10 @@ CONFIGS = {
     "llama gqa": llama_style(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48),
     "mqa geglu": tiny(n_kv_heads=1, activation="geglu", norm="rmsnorm"),
     "d_head != d/h": tiny(d_head=12, n_kv_heads=2),
+    "qwen3 q/k-norm": llama_style(
+        vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_head=16, qk_norm=True
+    ),
+    "q/k-norm layernorm": tiny(qk_norm=True),
     "sinusoidal relu": tiny(positions="sinusoidal", activation="relu", norm_placement="post"),
     "alibi": tiny(positions="alibi"),
     "t5 bias": tiny(positions="t5_relative", attn_scale=1.0),

@@ -16,7 +16,7 @@ import torch
 import glassformer as gf
 from glassformer import cli
 from glassformer.formats.hf_export import save_hf
-from tests.test_hf_parity import VOCAB, _bert, _gpt2, _llama, _t5
+from tests.test_hf_parity import VOCAB, _bert, _gpt2, _llama, _qwen3, _t5
 
 transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
@@ -29,6 +29,7 @@ ROUND_TRIPS = {  # name -> (HF model builder, the Auto class that loads the expo
     "bert-pooler": (lambda: transformers.BertModel(_bert().config), transformers.AutoModel),
     "llama-untied": (lambda: _llama(tied=False), transformers.AutoModelForCausalLM),
     "llama-tied": (lambda: _llama(tied=True), transformers.AutoModelForCausalLM),
+    "qwen3": (_qwen3, transformers.AutoModelForCausalLM),
     "t5-relu": (_t5, transformers.AutoModelForSeq2SeqLM),
     "t5-gated-gelu": (lambda: _t5(gated=True), transformers.AutoModelForSeq2SeqLM),
 }

@@ -41,6 +41,28 @@ def _llama(tied: bool = False):
     return transformers.LlamaForCausalLM(config)
 
 
+def _qwen3():
+    """Qwen3: Llama's layout with q/k-norm and no q/k/v biases; head_dim is not d_model / heads."""
+    config = transformers.Qwen3Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=128,
+        rope_theta=500.0,
+        tie_word_embeddings=False,
+    )
+    model = transformers.Qwen3ForCausalLM(config)
+    with torch.no_grad():  # the q/k norms start at 1: make them matter
+        for name, param in model.named_parameters():
+            if name.endswith(("q_norm.weight", "k_norm.weight")):
+                param.normal_(1.0, 0.3)
+    return model
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -93,6 +115,7 @@ def _marian():
 BUILDERS = {
     "gpt2": _gpt2,
     "llama": _llama,
+    "qwen3": _qwen3,
     "bert": _bert,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
@@ -166,7 +189,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):

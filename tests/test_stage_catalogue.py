@@ -56,7 +56,7 @@ def test_the_steps_are_worded_for_the_model():
     assert "post-norm" in by_id["blocks.0.resid_mid"]["words"]
     llama = {s["id"]: s for s in stages(gf.build(CONFIGS["llama"]))}
     keys = llama["blocks.0.attn.k"]
-    assert keys["title"] == "keys K (MQA)" and keys["shape"] == "g s e"
+    assert keys["title"] == "keys K (MQA; RoPE applied)" and keys["shape"] == "g s e"
     assert llama["blocks.0.attn.mask"]["title"] == "causal mask: no looking ahead, sliding window of 3"
     assert llama["blocks.0.attn.q"]["code"]["name"] == "Attention._self_projections"
     t5 = {s["id"]: s for s in stages(gf.build(CONFIGS["t5"]))}

@@ -222,6 +222,7 @@ CONFIGS = {
     "gpt2": dict(),
     "llama": dict(**LLAMA, norm_eps=1e-6, rope_base=500000.0, tie_embeddings=False),
     "qwen": dict(positions="rope", norm="rmsnorm", activation="swiglu", out_bias=False, ffn_bias=False),
+    "qwen3": dict(positions="rope", norm="rmsnorm", activation="swiglu", qkv_bias=False, qk_norm=True),
     "ntk": dict(positions="rope", rope_style="interleaved", rope_scaling="ntk", rope_scaling_factor=4.0),
     "linear": dict(positions="rope", rope_scaling="linear", rope_scaling_factor=2.0),
     "mqa-window": dict(positions="alibi", n_kv_heads=1, activation="geglu_tanh", attn_window=4),

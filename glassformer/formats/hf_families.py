@@ -32,6 +32,11 @@ class HFFamily:
     module: ModuleType
     holds: str  # our ModelConfig.family
     written: bool
+    writer: str = "config_to_hf"  # the module's function that writes this model_type's config.json
+
+    def config_to_hf(self, config) -> dict:
+        """This model_type's config.json for ``config``."""
+        return getattr(self.module, self.writer)(config)
 
 
 FAMILIES = {  # model_type -> family; export tries the written ones in this order
@@ -39,6 +44,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "llama": HFFamily(hf_llama, "decoder", written=True),
     "mistral": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, a sliding window
     "qwen2": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, q/k/v biases
+    "qwen3": HFFamily(hf_llama, "decoder", written=True, writer="config_to_qwen3"),  # + q/k-norm
     "bert": HFFamily(hf_bert, "encoder", written=True),
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
     "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
@@ -57,7 +63,7 @@ def writers(family: str) -> list[str]:
     """The model_types export may write a model of our ``family`` as, in the order tried.
 
     >>> writers("decoder")
-    ['gpt2', 'llama']
+    ['gpt2', 'llama', 'qwen3']
     """
     return [name for name, row in FAMILIES.items() if row.written and row.holds == family]
 

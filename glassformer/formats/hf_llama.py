@@ -1,8 +1,10 @@
-"""Key map for Hugging Face Llama-family decoders (``LlamaForCausalLM``; Mistral, Qwen2).
+"""Key map for Hugging Face Llama-family decoders (``LlamaForCausalLM``; Mistral, Qwen2, Qwen3).
 
-Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA.
-Export writes ``LlamaForCausalLM`` (Mistral's sliding window and Qwen2's q/k/v-only
-biases are read, not written).
+Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA. Qwen3 adds
+q/k-norm (``self_attn.q_norm`` / ``k_norm``: RMSNorm over each head's d_head, before RoPE)
+and drops Qwen2's q/k/v biases. Export writes ``LlamaForCausalLM``, and ``Qwen3ForCausalLM``
+for a model with q/k-norm (`config_to_qwen3`); Mistral's sliding window and Qwen2's
+q/k/v-only biases are read, not written.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     else:
         window = None
     qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
+    qk_norm = hf["model_type"] == "qwen3"  # Llama, Mistral and Qwen2 have none
     n_heads = hf["num_attention_heads"]
     hidden_act = hf.get("hidden_act", "silu")
     gated = {"silu": "swiglu", "gelu_tanh": "geglu_tanh", "gelu": "geglu"}.get(hf_activation(hidden_act))
@@ -54,6 +57,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         rope_scaling_factor=factor,
         attn_window=window,
         qkv_bias=qkv_bias,
+        qk_norm=qk_norm,
         out_bias=bool(hf.get("attention_bias", False)),
         activation=gated,
         ffn_bias=bool(hf.get("mlp_bias", False)),
@@ -100,6 +104,16 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     }
 
 
+def config_to_qwen3(config: ModelConfig) -> dict[str, Any]:
+    """A ``Qwen3ForCausalLM`` config.json: Llama's, with q/k-norm (Qwen3 always has it)."""
+    return {
+        **config_to_hf(config),
+        "model_type": "qwen3",
+        "architectures": ["Qwen3ForCausalLM"],
+        "use_sliding_window": False,
+    }
+
+
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     out = [
         Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
@@ -118,6 +132,8 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
         ]
         if config.out_bias:
             out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{attn}.o_proj.bias"))
+        if config.qk_norm:
+            out += [Mapped(f"{ours}.attn.{n}_norm.weight", f"{attn}.{n}_norm.weight") for n in ("q", "k")]
         kinds = ("weight", "bias") if config.ffn_bias else ("weight",)
         out += [
             Mapped(f"{ours}.ffn.{n}_proj.{kind}", f"{theirs}.mlp.{n}_proj.{kind}")

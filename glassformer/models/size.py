@@ -38,9 +38,10 @@ def _linear(n_in: int, n_out: int, bias: bool) -> int:
     return n_in * n_out + (n_out if bias else 0)
 
 
-def _norm(config: ModelConfig) -> int:
-    """LayerNorm: gamma and beta (2d); RMSNorm: gamma only (d)."""
-    return config.d_model * (2 if config.norm == "layernorm" else 1)
+def _norm(config: ModelConfig, size: int | None = None) -> int:
+    """LayerNorm over ``size`` (d_model by default) features: gamma and beta (2 size);
+    RMSNorm: gamma only (size)."""
+    return (size or config.d_model) * (2 if config.norm == "layernorm" else 1)
 
 
 def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
@@ -48,12 +49,15 @@ def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
     blocks; biases as ``qkv_bias`` / ``out_bias`` say."""
     d, h, g, e = config.d_model, config.n_heads, config.n_kv_heads, config.d_head
     bias = config.qkv_bias
-    return {
+    counts = {
         f"{prefix} q": layers * _linear(d, h * e, bias),
         f"{prefix} k": layers * _linear(d, g * e, bias),
         f"{prefix} v": layers * _linear(d, g * e, bias),
         f"{prefix} out": layers * _linear(h * e, d, config.out_bias),
     }
+    if config.qk_norm:  # one norm over d_head for the queries, one for the keys (Qwen3)
+        counts[f"{prefix} q/k norms"] = layers * 2 * _norm(config, e)
+    return counts
 
 
 def _ffn(config: ModelConfig, layers: int) -> dict[str, int]:

@@ -40,6 +40,7 @@ from glassformer.config import ModelConfig
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.masks import AttentionMask
+from glassformer.nn.norms import make_norm
 from glassformer.nn.positions import Rotation
 
 IMPLEMENTATIONS = ("auto", "explicit", "fused")
@@ -88,6 +89,10 @@ class Attention(nn.Module):
         else:
             self.qkv_proj = nn.Linear(d, (h + 2 * g) * e, bias=config.qkv_bias)  # [W_Q; W_K; W_V]
         self.o_proj = nn.Linear(h * e, d, bias=config.out_bias)
+        # q/k-norm (Qwen3): each head's query and key normalized over its e features, one
+        # learned weight shared by the heads, before RoPE, so that q·k stays in range
+        self.q_norm = make_norm(config, e) if config.qk_norm else None
+        self.k_norm = make_norm(config, e) if config.qk_norm else None
         self.dropout_p = config.attn_dropout
         names = ("in", "q", "k", "v", "scores", "pattern", "z", "out")
         self.hook_in, self.hook_q, self.hook_k, self.hook_v = (HookPoint(n) for n in names[:4])
@@ -109,13 +114,13 @@ class Attention(nn.Module):
         h, g, e = self.n_heads, self.n_kv_heads, self.d_head
         x = self.hook_in(x)
         if self.cross:
-            q = self.q_proj(x).view(b, t, h, e).transpose(1, 2)  # b h t e
+            q = self._normed(self.q_proj(x).view(b, t, h, e).transpose(1, 2), self.q_norm)  # b h t e
             if cache is not None and cache.cross[self.layer] is not None:
                 k, v = cache.cross[self.layer]  # computed once from the encoder output
             else:
                 s = context.shape[1]
                 kv = self.kv_proj(context).view(b, s, 2 * g, e).transpose(1, 2)  # b 2g s e
-                k, v = kv[:, :g], kv[:, g:]  # b g s e each
+                k, v = self._normed(kv[:, :g], self.k_norm), kv[:, g:]  # b g s e each
                 if cache is not None:
                     cache.cross[self.layer] = (k, v)
         else:
@@ -135,9 +140,15 @@ class Attention(nn.Module):
         qkv = self.qkv_proj(x)  # b t (h+2g)e
         qkv = qkv.view(b, t, h + 2 * g, e).transpose(1, 2)  # b (h+2g) t e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
+        if self.q_norm is not None:
+            qk = torch.cat([self.q_norm(qk[:, :h]), self.k_norm(qk[:, h:])], dim=1)
         if rope is not None:
             qk = rope.apply(qk)
         return qk[:, :h], qk[:, h:], v
+
+    @staticmethod
+    def _normed(x: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
+        return x if norm is None else norm(x)
 
     @property
     def wants_pattern(self) -> bool:

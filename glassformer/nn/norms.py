@@ -53,8 +53,10 @@ class RMSNorm(nn.Module):
         return f"{self.weight.numel()}, eps={self.eps}"
 
 
-def make_norm(config: ModelConfig) -> nn.Module:
-    """The normalization layer the config asks for, over d_model."""
+def make_norm(config: ModelConfig, size: int | None = None) -> nn.Module:
+    """The normalization layer the config asks for, over ``size`` features (d_model by default;
+    d_head for q/k-norm)."""
+    size = size or config.d_model
     if config.norm == "rmsnorm":
-        return RMSNorm(config.d_model, config.norm_eps)
-    return LayerNorm(config.d_model, config.norm_eps)
+        return RMSNorm(size, config.norm_eps)
+    return LayerNorm(size, config.norm_eps)

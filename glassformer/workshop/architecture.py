@@ -59,6 +59,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "scale": config.attn_scale if config.attn_scale is not None else config.d_head**-0.5,
             "window": config.attn_window,  # None: every key the mask allows
             "qkv_bias": config.qkv_bias,
+            "qk_norm": config.qk_norm,  # each head's q and k normalized before RoPE
             "out_bias": config.out_bias,
         },
         "ffn": {

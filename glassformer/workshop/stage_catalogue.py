@@ -106,7 +106,7 @@ CATALOGUE: dict[str, Entry] = {
     ),
     "attn.k": Entry(
         words.kv_shape,
-        lambda ctx: f"keys K ({ctx.kind})",
+        words.k_title,
         words.fixed("keys: what each token offers"),
         lambda ctx: f'Each {words.who(ctx, False)}token makes a key: a label, "this is what I contain".',
         _projections,

@@ -185,7 +185,21 @@ def sentence_pooled_words(ctx: Context) -> str:
 
 
 def q_title(ctx: Context) -> str:
-    return "queries Q" + (" (RoPE applied)" if ctx.config.positions == "rope" and not ctx.cross else "")
+    after = _after_projection(ctx)
+    return f"queries Q ({after})" if after else "queries Q"
+
+
+def k_title(ctx: Context) -> str:
+    after = _after_projection(ctx)
+    return f"keys K ({ctx.kind}; {after})" if after else f"keys K ({ctx.kind})"
+
+
+def _after_projection(ctx: Context) -> str:
+    """What q and k go through after their projection: q/k-norm, then RoPE ("" for neither)."""
+    steps = [f"{ctx.norm} per head" if ctx.config.qk_norm else ""]
+    steps.append("RoPE" if ctx.config.positions == "rope" and not ctx.cross else "")
+    steps = [step for step in steps if step]
+    return f"{', then '.join(steps)} applied" if steps else ""
 
 
 def self_or_cross(ctx: Context, what: str) -> str:

@@ -166,7 +166,9 @@ function projection(letter, arch, cross) {
   const heads = letter === "Q" ? a.heads : a.kv_heads;
   const source = cross && letter !== "Q" ? "\\mathrm{enc}" : "\\hat{x}";
   const product = `${source}\\, W_{${letter}}${plusBias(a.qkv_bias, letter)}`;
-  const made = letter !== "V" && isRope(arch, cross) ? `\\mathrm{RoPE}(${product})` : product;
+  // q/k-norm (Qwen3): each head's q and k normalized over its d_head features, before RoPE
+  const normed = letter !== "V" && a.qk_norm ? `\\mathrm{${normName(arch)}}_{${letter.toLowerCase()}}(${product})` : product;
+  const made = letter !== "V" && isRope(arch, cross) ? `\\mathrm{RoPE}(${normed})` : normed;
   const shape = real(num(arch.d_model), `(${num(heads)} \\cdot ${num(a.d_head)})`);
   const angles = letter === "Q" && isRope(arch, cross) ? `, \\quad ${ropeAngles(arch)}` : "";
   return `${letter} = ${made}, \\quad W_{${letter}} \\in ${shape}${angles}`;
