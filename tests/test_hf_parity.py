@@ -63,6 +63,27 @@ def _qwen3():
     return model
 
 
+def _gemma():
+    """Gemma: GeGLU, (1 + w) RMSNorm, token vectors times sqrt(d_model), tied embeddings."""
+    config = transformers.GemmaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=8,
+        max_position_embeddings=128,
+        hidden_activation="gelu_pytorch_tanh",
+    )
+    model = transformers.GemmaForCausalLM(config)
+    with torch.no_grad():  # Gemma's norms start at w = 0 (a weight of 1): make them matter
+        for name, param in model.named_parameters():
+            if name.endswith("norm.weight"):
+                param.normal_(0.0, 0.3)
+    return model
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -116,6 +137,7 @@ BUILDERS = {
     "gpt2": _gpt2,
     "llama": _llama,
     "qwen3": _qwen3,
+    "gemma": _gemma,
     "bert": _bert,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
@@ -189,7 +211,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):
