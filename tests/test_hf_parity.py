@@ -84,6 +84,23 @@ def _gemma():
     return model
 
 
+def _phi3():
+    """Phi-3: Llama's architecture with fused qkv_proj and gate_up_proj matrices."""
+    config = transformers.Phi3Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return transformers.Phi3ForCausalLM(config)
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -138,6 +155,7 @@ BUILDERS = {
     "llama": _llama,
     "qwen3": _qwen3,
     "gemma": _gemma,
+    "phi3": _phi3,
     "bert": _bert,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
@@ -211,7 +229,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):

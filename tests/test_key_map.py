@@ -112,3 +112,17 @@ def test_import_stacks_and_export_cuts_back_exactly():
         assert torch.equal(state[f"{layer}.{n}_proj.weight"], theirs[f"{layer}.{n}_proj.weight"])
     pointers = {t.untyped_storage().data_ptr() for t in state.values()}
     assert len(pointers) == len(state)  # no two tensors share memory: safetensors can store them
+
+
+def test_cuts_of_one_fused_tensor_may_not_overlap():
+    """Phi-3's gate_up_proj fills two of our parameters with disjoint row blocks; a key map
+    whose cuts overlap (or that reads the tensor whole as well) is refused."""
+    from glassformer.formats.key_map import Mapped, TheirRows, check_coverage
+
+    shapes = {"gate": (4, 2), "up": (4, 2)}
+    fused = "mlp.gate_up_proj.weight"
+    check_coverage(shapes, [Mapped("gate", fused, TheirRows(0, 4)), Mapped("up", fused, TheirRows(4, 8))])
+    with pytest.raises(ValueError, match="twice"):
+        check_coverage(shapes, [Mapped("gate", fused, TheirRows(0, 4)), Mapped("up", fused, TheirRows(3, 7))])
+    with pytest.raises(ValueError, match="twice"):
+        check_coverage(shapes, [Mapped("gate", fused, TheirRows(0, 4)), Mapped("up", fused)])

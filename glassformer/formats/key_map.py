@@ -66,6 +66,21 @@ class Conv1D:
         return self(w)
 
 
+class TheirRows:
+    """Rows ``start`` to ``stop`` of a checkpoint tensor: one of our parameters cut from a fused
+    one (Phi-3's ``gate_up_proj`` = [W_gate; W_up]). Read only: export would have to put the
+    pieces back together."""
+
+    def __init__(self, start: int, stop: int) -> None:
+        self.rows = (start, stop)
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return w[self.rows[0] : self.rows[1]].contiguous()
+
+    def inverse(self, w: torch.Tensor) -> torch.Tensor:
+        raise ValueError("a parameter cut from a fused checkpoint tensor is read, not written")
+
+
 def stacked(ours: str, pieces: list[tuple[str, int]]) -> list[Mapped]:
     """Our ``ours`` <- the checkpoint tensors ``pieces`` (name, rows) concatenated along dim 0,
     in that order.
@@ -107,14 +122,15 @@ def check_coverage(shapes: Mapping[str, tuple[int, ...]], mapping: list[Mapped])
     the key map gives it tile it, with no gap or overlap; every name it uses exists, and
     no checkpoint tensor fills two places."""
     blocks: dict[str, list[tuple[int, int]]] = {}
-    sources: dict[str, str] = {}
+    sources: dict[str, list[tuple[tuple[int, int] | None, str]]] = {}
     for item in mapping:
         if item.ours not in shapes:
             raise KeyError(f"key map names {item.ours!r}, which this model does not have")
-        if item.theirs in sources:
-            twice = f"{sources[item.theirs]} and {item.place()}"
-            raise ValueError(f"the key map reads {item.theirs!r} twice ({twice})")
-        sources[item.theirs] = item.place()
+        cut = item.transform.rows if isinstance(item.transform, TheirRows) else None
+        for other, place in sources.get(item.theirs, []):  # two cuts of one tensor may not overlap
+            if cut is None or other is None or (cut[0] < other[1] and other[0] < cut[1]):
+                raise ValueError(f"the key map reads {item.theirs!r} twice ({place} and {item.place()})")
+        sources.setdefault(item.theirs, []).append((cut, item.place()))
         n_rows = shapes[item.ours][0] if shapes[item.ours] else 1
         blocks.setdefault(item.ours, []).append(item.rows or (0, n_rows))
     missing = sorted(set(shapes) - set(blocks))
