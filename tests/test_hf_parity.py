@@ -101,6 +101,20 @@ def _phi3():
     return transformers.Phi3ForCausalLM(config)
 
 
+def _opt():
+    """OPT: GPT-2's architecture with ReLU, separate q/k/v, and positions offset by 2."""
+    config = transformers.OPTConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        ffn_dim=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+        word_embed_proj_dim=32,
+    )
+    return transformers.OPTForCausalLM(config)
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -156,6 +170,7 @@ BUILDERS = {
     "qwen3": _qwen3,
     "gemma": _gemma,
     "phi3": _phi3,
+    "opt": _opt,
     "bert": _bert,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
@@ -229,7 +244,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):
@@ -265,7 +280,7 @@ def test_greedy_32_tokens_match_hf_generate(models, name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize("name", ["gpt2", "llama", "opt"])
 def test_left_padded_batch_matches_hf_generate(models, name):
     from glassformer.generate import GenerationSettings, generate_ids
 

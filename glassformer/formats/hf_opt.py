@@ -1,0 +1,79 @@
+"""Key map for Hugging Face OPT decoders (``OPTForCausalLM``, Zhang et al. 2022): GPT-2's
+architecture (pre-norm LayerNorm, learned positions, biases everywhere, a tied head) with a
+ReLU feed-forward, separate q / k / v matrices, and a position table offset by 2: OPT keeps
+two extra rows in front (a relic of fairseq's padding), so position p reads row p + 2; our
+table is its rows from 2 on (`TheirRows`).
+
+Read, not written. Refused by name: the 350m model's projections between a smaller word
+embedding and the stream (``word_embed_proj_dim`` != ``hidden_size``), and post-norm
+(``do_layer_norm_before=False``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf_config import hf_activation, special_id
+from glassformer.formats.key_map import Mapped, TheirRows, stacked_qkv
+
+POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding.offset
+IGNORED = {r"lm_head\.weight": "tied to the token embedding"}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    d = hf["hidden_size"]
+    if hf.get("word_embed_proj_dim", d) != d:
+        raise ValueError(
+            f"OPT word_embed_proj_dim={hf['word_embed_proj_dim']} != hidden_size={d} (project_in / "
+            "project_out) is not supported"
+        )
+    if not hf.get("do_layer_norm_before", True):
+        raise ValueError("OPT do_layer_norm_before=False (post-norm, the 350m model) is not supported")
+    return ModelConfig(
+        family="decoder",
+        vocab_size=hf["vocab_size"],
+        d_model=d,
+        n_layers=hf["num_hidden_layers"],
+        n_heads=hf["num_attention_heads"],
+        d_ff=hf["ffn_dim"],
+        max_seq_len=hf["max_position_embeddings"],
+        positions="learned",
+        activation=hf_activation(hf.get("activation_function", "relu")),
+        qkv_bias=hf.get("enable_bias", True),
+        out_bias=hf.get("enable_bias", True),
+        ffn_bias=hf.get("enable_bias", True),
+        norm="layernorm",
+        norm_placement="pre",
+        tie_embeddings=bool(hf.get("tie_word_embeddings", True)),
+        bos_token_id=special_id(hf, "bos_token_id"),
+        eos_token_id=special_id(hf, "eos_token_id"),
+        pad_token_id=special_id(hf, "pad_token_id"),
+    )
+
+
+def _with_bias(ours: str, theirs: str) -> list[Mapped]:
+    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")]
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    rows = (POSITION_OFFSET, POSITION_OFFSET + config.max_seq_len)
+    out = [
+        Mapped("stack.embed.token.weight", "model.decoder.embed_tokens.weight"),
+        Mapped("stack.embed.position.weight", "model.decoder.embed_positions.weight", TheirRows(*rows)),
+        *_with_bias("stack.final_norm", "model.decoder.final_layer_norm"),
+    ]
+    if not config.tie_embeddings:
+        out.append(Mapped("lm_head.weight", "lm_head.weight"))
+    for i in range(config.n_layers):
+        ours, theirs = f"stack.blocks.{i}", f"model.decoder.layers.{i}"
+        attn = f"{theirs}.self_attn"
+        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
+        out += [
+            *_with_bias(f"{ours}.attn.o_proj", f"{attn}.out_proj"),
+            *_with_bias(f"{ours}.attn_norm", f"{theirs}.self_attn_layer_norm"),
+            *_with_bias(f"{ours}.ffn_norm", f"{theirs}.final_layer_norm"),
+            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.fc1"),
+            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.fc2"),
+        ]
+    return out
