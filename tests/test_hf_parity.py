@@ -127,6 +127,21 @@ def _bert():
     return transformers.BertForMaskedLM(config)
 
 
+def _roberta():
+    """RoBERTa: BERT's architecture, one segment, positions numbered from pad + 1."""
+    config = transformers.RobertaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=66,
+        type_vocab_size=1,
+        pad_token_id=1,
+    )
+    return transformers.RobertaForMaskedLM(config)
+
+
 def _t5(gated: bool = False):
     config = transformers.T5Config(
         vocab_size=VOCAB,
@@ -172,6 +187,7 @@ BUILDERS = {
     "phi3": _phi3,
     "opt": _opt,
     "bert": _bert,
+    "roberta": _roberta,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
     "marian": _marian,

@@ -1,7 +1,7 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
 Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi3``, ``hf_opt``, ``hf_bert``,
-``hf_t5``, ``hf_marian``) gives
+``hf_roberta``, ``hf_t5``, ``hf_marian``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
@@ -22,7 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import ModuleType
 
-from glassformer.formats import hf_bert, hf_gemma, hf_gpt2, hf_llama, hf_marian, hf_opt, hf_phi3, hf_t5
+from glassformer.formats import (
+    hf_bert,
+    hf_gemma,
+    hf_gpt2,
+    hf_llama,
+    hf_marian,
+    hf_opt,
+    hf_phi3,
+    hf_roberta,
+    hf_t5,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
     "bert": HFFamily(hf_bert, "encoder", written=True),
+    "roberta": HFFamily(hf_roberta, "encoder", written=False),  # BERT's, renamed, positions offset
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
     "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
 }

@@ -1,0 +1,63 @@
+"""Key map for Hugging Face RoBERTa (``RobertaForMaskedLM``, ``RobertaModel``; Liu et al. 2019):
+BERT's architecture under other names (``roberta.``, ``lm_head.``), one segment, and a position
+table offset by the padding index: position p reads row p + pad + 1 (HF numbers positions from
+pad + 1 so that padding keeps row pad), so our table is its rows from pad + 1 on (`TheirRows`).
+Read, not written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats import hf_bert
+from glassformer.formats.key_map import Mapped, TheirRows
+
+IGNORED = {
+    r"(roberta\.)?embeddings\.(position_ids|token_type_ids)": "arange / zero buffers",
+    r"lm_head\.decoder\.weight": "tied to the token embedding",
+    r"lm_head\.decoder\.bias": "the same tensor as lm_head.bias",
+}
+RENAMES = (  # BERT's names -> RoBERTa's
+    ("bert.", "roberta."),
+    ("cls.predictions.transform.dense.", "lm_head.dense."),
+    ("cls.predictions.transform.LayerNorm.", "lm_head.layer_norm."),
+    ("cls.predictions.bias", "lm_head.bias"),
+)
+
+
+def _offset(hf: dict[str, Any]) -> int:
+    return (hf.get("pad_token_id") or 1) + 1
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    bert_keys = {_bert_name(key) for key in keys}
+    config = hf_bert.config_from_hf({**hf, "type_vocab_size": hf.get("type_vocab_size", 1)}, bert_keys)
+    return dataclasses.replace(config, max_seq_len=hf["max_position_embeddings"] - _offset(hf))
+
+
+def _bert_name(theirs: str) -> str:
+    for bert, roberta in RENAMES:
+        if theirs.startswith(roberta):
+            return bert + theirs[len(roberta) :]
+    return theirs
+
+
+def _roberta_name(theirs: str) -> str:
+    for bert, roberta in RENAMES:
+        if theirs.startswith(bert):
+            return roberta + theirs[len(bert) :]
+    return theirs
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    offset = (config.pad_token_id or 1) + 1
+    out = []
+    for item in hf_bert.key_map(config, {_bert_name(key) for key in keys}):
+        theirs = _roberta_name(item.theirs)
+        if item.ours == "stack.embed.position.weight":
+            out.append(Mapped(item.ours, theirs, TheirRows(offset, offset + config.max_seq_len)))
+        else:
+            out.append(dataclasses.replace(item, theirs=theirs))
+    return out
