@@ -142,6 +142,14 @@ def _roberta():
     return transformers.RobertaForMaskedLM(config)
 
 
+def _distilbert():
+    """DistilBERT: BERT's architecture under other names, no segment embeddings."""
+    config = transformers.DistilBertConfig(
+        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=64
+    )
+    return transformers.DistilBertForMaskedLM(config)
+
+
 def _t5(gated: bool = False):
     config = transformers.T5Config(
         vocab_size=VOCAB,
@@ -188,6 +196,7 @@ BUILDERS = {
     "opt": _opt,
     "bert": _bert,
     "roberta": _roberta,
+    "distilbert": _distilbert,
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
     "marian": _marian,

@@ -1,7 +1,7 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
 Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi3``, ``hf_opt``, ``hf_bert``,
-``hf_roberta``, ``hf_t5``, ``hf_marian``) gives
+``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
@@ -24,6 +24,7 @@ from types import ModuleType
 
 from glassformer.formats import (
     hf_bert,
+    hf_distilbert,
     hf_gemma,
     hf_gpt2,
     hf_llama,
@@ -61,6 +62,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
     "bert": HFFamily(hf_bert, "encoder", written=True),
     "roberta": HFFamily(hf_roberta, "encoder", written=False),  # BERT's, renamed, positions offset
+    "distilbert": HFFamily(hf_distilbert, "encoder", written=False),  # BERT's, renamed, no segments
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
     "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
 }
