@@ -79,6 +79,7 @@ class ModelConfig:
     rope_style: str = "rotate_half"  # GPT-NeoX / Llama; "interleaved" is GPT-J
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
+    rotary_dim: int | None = None  # RoPE over each head's first rotary_dim features (NeoX); None: all
     relative_buckets: int = 32  # T5 relative position bias
     relative_max_distance: int = 128
     # attention
@@ -95,6 +96,7 @@ class ModelConfig:
     # normalization
     norm: str = "layernorm"
     norm_placement: str = "pre"
+    parallel_residual: bool = False  # x + Attn(LN1(x)) + FFN(LN2(x)): both read the block's input
     norm_eps: float = 1e-5
     embed_norm: bool = False  # LayerNorm right after the embeddings (BERT)
     # embeddings and head
@@ -208,6 +210,14 @@ class ModelConfig:
             )
         if self.positions == "rope" and self.d_head % 2:
             raise ValueError(f"positions='rope' needs an even d_head, got d_head={self.d_head}")
+        if self.rotary_dim is not None and not (
+            0 < self.rotary_dim <= self.d_head and self.rotary_dim % 2 == 0
+        ):
+            raise ValueError(
+                f"rotary_dim={self.rotary_dim} must be an even number in (0, d_head={self.d_head}]"
+            )
+        if self.parallel_residual and self.norm_placement != "pre":
+            raise ValueError("parallel_residual=True needs norm_placement='pre' (each sublayer reads LN(x))")
         if self.positions == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}")
         if self.rope_scaling != "none" and self.rope_scaling_factor < 1.0:

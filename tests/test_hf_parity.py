@@ -115,6 +115,22 @@ def _opt():
     return transformers.OPTForCausalLM(config)
 
 
+def _neox():
+    """GPT-NeoX / Pythia: parallel residual, RoPE over a quarter of each head, fused qkv by head."""
+    config = transformers.GPTNeoXConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=128,
+        rotary_pct=0.25,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return transformers.GPTNeoXForCausalLM(config)
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -194,6 +210,7 @@ BUILDERS = {
     "gemma": _gemma,
     "phi3": _phi3,
     "opt": _opt,
+    "gpt-neox": _neox,
     "bert": _bert,
     "roberta": _roberta,
     "distilbert": _distilbert,
@@ -269,7 +286,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):

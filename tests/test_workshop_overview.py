@@ -10,6 +10,8 @@ import pytest
 
 import glassformer as gf
 from glassformer.models.fine_tune import with_classifier
+from glassformer.workshop.arrays import unpack
+from tests.conftest import workshop_client
 from tests.test_workshop_page import BROWSER_400, TEXT, char_lm
 
 MAX_STOPS = 20
@@ -27,6 +29,7 @@ def models() -> dict[str, gf.LanguageModel]:
         "mlm": encoder,
         "seq2seq": char_lm(family="encoder_decoder", positions="t5_relative", decoder_start_token_id=0),
         "classifier": gf.LanguageModel(classifier.eval(), encoder.tokenizer),
+        "neox": char_lm(positions="rope", rotary_dim=2, parallel_residual=True, n_heads=4),
     }
 
 
@@ -35,6 +38,12 @@ def app(models):
     from glassformer.workshop.server import create_app
 
     return create_app(models)
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    with workshop_client(app) as client:
+        yield client
 
 
 def boxes(page) -> list[str]:
@@ -170,4 +179,28 @@ def test_a_beginner_s_logits_are_the_likeliest_tokens(workshop, models):
     logits = models["decoder"].logits(TEXT)[0, -1]
     assert ids[:3] == logits.topk(3).indices.tolist()
     assert page.locator('.detail[data-stage="logits"] canvas').count() == 0
+    workshop.close()
+
+
+def test_a_parallel_residual_is_drawn_side_by_side(workshop, models, client):
+    """GPT-NeoX's block: attention and the FFN both read the block's input; RoPE turns a part
+    of each head. Every stage's whole tensor is the library's."""
+    page = workshop.page
+    workshop.open(model="neox", text=TEXT, level="intermediate")
+    flow = page.locator("#overview .ov-block .ov-flow")
+    assert "ov-parallel" in flow.get_attribute("class") and flow.locator(".ov-branch").count() == 2
+    lm = models["neox"]
+    assert (
+        "RoPE on its first 2 of 8 features"
+        in page.locator('[data-stage="blocks.0.attn.q"] .step-title').inner_text()
+    )
+    names = [s for s in lm.activation_names() if s.startswith("blocks.1.")]
+    trace = lm.trace(TEXT, names)
+    for name in names:
+        answer = client.post("/api/stage", json={"model": "neox", "text": TEXT, "name": name})
+        assert answer.status_code == 200, (name, answer.text)
+        got = unpack(answer.json()["value"])
+        assert (got - trace[name][0]).abs().max() <= (1 / 510 + 1e-6 if name.endswith("pattern") else 1e-5), (
+            name
+        )
     workshop.close()

@@ -1,7 +1,7 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
-Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi3``, ``hf_opt``, ``hf_bert``,
-``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``) gives
+Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
+``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
@@ -29,6 +29,7 @@ from glassformer.formats import (
     hf_gpt2,
     hf_llama,
     hf_marian,
+    hf_neox,
     hf_opt,
     hf_phi3,
     hf_roberta,
@@ -60,6 +61,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "gemma": HFFamily(hf_gemma, "decoder", written=False),  # + sqrt(d) embedding scale, (1 + w) norms
     "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
+    "gpt_neox": HFFamily(hf_neox, "decoder", written=False),  # parallel residual, partial rotary
     "bert": HFFamily(hf_bert, "encoder", written=True),
     "roberta": HFFamily(hf_roberta, "encoder", written=False),  # BERT's, renamed, positions offset
     "distilbert": HFFamily(hf_distilbert, "encoder", written=False),  # BERT's, renamed, no segments

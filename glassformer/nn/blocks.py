@@ -12,6 +12,11 @@ Post-norm (the original Transformer, BERT)::
     h'  = LNc(h + CrossAttn(h, enc))
     out = LN2(h' + FFN(h'))
 
+Parallel residual (GPT-J, GPT-NeoX / Pythia): both sublayers read the block's input::
+
+    h   = x + Attn(LN1(x))                  (resid_mid)
+    out = h + FFN(LN2(x))                   (resid_post)
+
 Dropout is applied to each sublayer's output before it joins the residual stream.
 
 Trace names (prefix ``blocks.{i}``): ``resid_mid`` b t d after the self-attention
@@ -40,6 +45,7 @@ class Block(nn.Module):
     def __init__(self, config: ModelConfig, layer: int, cross: bool = False) -> None:
         super().__init__()
         self.pre_norm = config.norm_placement == "pre"
+        self.parallel = config.parallel_residual
         self.attn_norm = make_norm(config)
         self.attn = Attention(config, layer)
         self.cross_norm = make_norm(config) if cross else None
@@ -63,6 +69,10 @@ class Block(nn.Module):
         context_mask: AttentionMask | None = None,
         backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
+        if self.parallel:  # the FFN reads the block's input, not attention's sum
+            attn = self.attn(self.attn_norm(x), mask, bias=bias, rope=rope, cache=cache, backend=backend)
+            mid = self.hook_resid_mid(x + self.dropout(attn))
+            return self.hook_resid_post(mid + self.dropout(self.ffn(self.ffn_norm(x))))
         x = self.hook_resid_mid(
             self._sublayer(
                 x,

@@ -28,6 +28,7 @@ Relative, inside attention:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -81,6 +82,7 @@ class Rotation:
     sin: torch.Tensor
     style: str
     signed_sin: torch.Tensor | None = None  # rotate_half: [-sin, sin] over the two halves
+    dims: int | None = None  # partial rotary: only the first ``dims`` features turn (GPT-NeoX)
 
     def apply(self, x: torch.Tensor) -> torch.Tensor:
         """x * cos + rotate(x) * sin, where rotate maps each pair (a, b) to (-b, a).  b h t e.
@@ -89,6 +91,9 @@ class Rotation:
         roll(x, e/2) = [x2, x1] times a sine whose first half is negated (three kernels
         instead of five: this runs twice per layer in every training step).
         """
+        if self.dims is not None and self.dims < x.shape[-1]:
+            turned, kept = x[..., : self.dims], x[..., self.dims :]
+            return torch.cat([dataclasses.replace(self, dims=None).apply(turned), kept], dim=-1)
         if self.style == "rotate_half":
             return torch.addcmul(x * self.cos, x.roll(x.shape[-1] // 2, dims=-1), self.signed_sin)
         even, odd = x[..., 0::2], x[..., 1::2]
@@ -101,12 +106,13 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        e = config.d_head
+        e = config.rotary_dim or config.d_head  # the features that turn
         self.base, factor = config.rope_base, config.rope_scaling_factor
         if config.rope_scaling == "ntk":
             self.base = self.base * factor ** (e / (e - 2))
         self.position_scale = 1.0 / factor if config.rope_scaling == "linear" else 1.0
         self.style, self.d_head = config.rope_style, e
+        self.partial = e < config.d_head
         self.register_buffer("inv_freq", torch.empty(e // 2), persistent=False)
         self.reset_buffers()
 
@@ -125,10 +131,11 @@ class RotaryEmbedding(nn.Module):
         else:
             angles = angles.repeat_interleave(2, dim=-1)  # b t e
         cos, sin = angles.cos().unsqueeze(1).to(dtype), angles.sin().unsqueeze(1).to(dtype)
+        dims = self.d_head if self.partial else None
         if self.style != "rotate_half":
-            return Rotation(cos, sin, self.style)
+            return Rotation(cos, sin, self.style, dims=dims)
         half = sin.shape[-1] // 2
-        return Rotation(cos, sin, self.style, torch.cat([-sin[..., :half], sin[..., half:]], dim=-1))
+        return Rotation(cos, sin, self.style, torch.cat([-sin[..., :half], sin[..., half:]], dim=-1), dims)
 
     def extra_repr(self) -> str:
         return f"style={self.style!r}, position_scale={self.position_scale}"

@@ -49,6 +49,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
         },
         "norm": config.norm,
         "placement": config.norm_placement,
+        "parallel_residual": config.parallel_residual,  # attention and the FFN both read x
         "positions": config.positions,
         "positions_text": POSITION_NAMES[config.positions],
         "attention": {
@@ -98,6 +99,7 @@ def _position_params(config: ModelConfig) -> dict[str, Any]:
             "scaling": config.rope_scaling,
             "factor": config.rope_scaling_factor,
             "scaled_base": rotary.base,
+            "rotary_dim": config.rotary_dim or config.d_head,  # the features of each head that turn
             "position_scale": rotary.position_scale,
         }
     if config.positions == "alibi":

@@ -179,7 +179,8 @@ CATALOGUE: dict[str, Entry] = {
         lambda ctx: f"feed-forward input ({ctx.norm} first)" if ctx.pre else "feed-forward input",
         lambda ctx: "normalize, then the feed-forward layer" if ctx.pre else "into the feed-forward layer",
         lambda ctx: (
-            (f"The vectors are {words.NORM_WORDS}, then " if ctx.pre else "Now ")
+            (words.PARALLEL_WORDS if ctx.config.parallel_residual else "")
+            + (f"The vectors are {words.NORM_WORDS}, then " if ctx.pre else "Now ")
             + "each token is processed on its own by a small neural network: the feed-forward layer."
         ),
         lambda ctx: FeedForward.forward,

@@ -24,6 +24,9 @@ POOLING_NAMES = {  # glassformer/models/classifier.py, pool_sequence
     "pooler": "tanh(W_p x_0 + b_p), BERT's pooler",
     "last": "the last token's vector",
 }
+PARALLEL_WORDS = (  # a parallel residual (GPT-NeoX, GPT-J): the FFN reads the block's input
+    "This model runs the feed-forward layer beside attention, on the block's input, not after it. "
+)
 NORM_WORDS = "rescaled to a steady size (normalized), so the numbers stay in a good range"
 POSITIONS_IN_ATTENTION = ("rope", "alibi", "t5_relative")
 
@@ -197,7 +200,10 @@ def k_title(ctx: Context) -> str:
 def _after_projection(ctx: Context) -> str:
     """What q and k go through after their projection: q/k-norm, then RoPE ("" for neither)."""
     steps = [f"{ctx.norm} per head" if ctx.config.qk_norm else ""]
-    steps.append("RoPE" if ctx.config.positions == "rope" and not ctx.cross else "")
+    rope = ctx.config.positions == "rope" and not ctx.cross
+    partial = ctx.config.rotary_dim
+    turned = f"RoPE on its first {partial} of {ctx.config.d_head} features" if partial else "RoPE"
+    steps.append(turned if rope else "")
     steps = [step for step in steps if step]
     return f"{', then '.join(steps)} applied" if steps else ""
 

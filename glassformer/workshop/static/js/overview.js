@@ -116,6 +116,11 @@ function blockFlow(arch, hasCross) {
   const pre = arch.placement === "pre";
   const part = (name, cls) => el("span", { class: `ov-part ov-part-${cls}` }, name);
   const sub = (name, cls) => (pre ? [part(norm, "norm"), part(name, cls), part("+ x", "add")] : [part(name, cls), part("+ x", "add"), part(norm, "norm")]);
+  if (arch.parallel_residual) { // both read the block's input: side by side, one sum
+    return el("span", { class: "ov-flow ov-parallel", title: "x + Attn(norm(x)) + FFN(norm(x))" },
+      el("span", { class: "ov-branch" }, part(norm, "norm"), part("attention", "attn")), part("∥", "add"),
+      el("span", { class: "ov-branch" }, part(norm, "norm"), part("feed-forward", "ffn")), part("+ x", "add"));
+  }
   return el("span", { class: "ov-flow" },
     sub("attention", "attn"), hasCross ? sub("cross-attention", "attn") : null, sub("feed-forward", "ffn"));
 }
