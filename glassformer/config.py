@@ -39,8 +39,7 @@ DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout
 
 
 class Stack(NamedTuple):
-    """One stack of blocks: its name ("" for a one-stack model, "encoder", "decoder"), its
-    depth, whether its self-attention is causal, whether it cross-attends to the encoder."""
+    """One stack of blocks: name ("", "encoder", "decoder"), depth, causal, cross-attending."""
 
     name: str
     layers: int
@@ -97,6 +96,7 @@ class ModelConfig:
     norm: str = "layernorm"
     norm_placement: str = "pre"
     parallel_residual: bool = False  # x + Attn(LN1(x)) + FFN(LN2(x)): both read the block's input
+    shared_norm: bool = False  # a parallel block's one norm: x + Attn(LN(x)) + FFN(LN(x)) (Phi-2, GPT-J)
     norm_eps: float = 1e-5
     embed_norm: bool = False  # LayerNorm right after the embeddings (BERT)
     # embeddings and head
@@ -216,6 +216,8 @@ class ModelConfig:
             raise ValueError(
                 f"rotary_dim={self.rotary_dim} must be an even number in (0, d_head={self.d_head}]"
             )
+        if self.shared_norm and not self.parallel_residual:
+            raise ValueError("shared_norm=True is for a parallel block: set parallel_residual=True")
         if self.parallel_residual and self.norm_placement != "pre":
             raise ValueError("parallel_residual=True needs norm_placement='pre' (each sublayer reads LN(x))")
         if self.positions == "sinusoidal" and self.d_model % 2:
@@ -298,7 +300,7 @@ class ModelConfig:
 
     @property
     def seq2seq(self) -> bool:
-        """Two stacks: an encoder read once, and a decoder with its own input that reads it."""
+        """Two stacks: an encoder, and a decoder with its own input that reads it."""
         return len(self.stacks) == 2
 
     @property
@@ -329,8 +331,7 @@ class ModelConfig:
 
     @property
     def decoder_depth(self) -> int:
-        """Blocks of the causal stack, the one that generates and keeps a KV cache:
-        n_layers in a decoder, n_decoder_layers in an encoder-decoder, 0 in an encoder."""
+        """Blocks of the causal stack, the one that keeps a KV cache (0 in an encoder)."""
         return self.stack_depths[-1] if self.causal else 0
 
     @property

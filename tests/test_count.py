@@ -44,6 +44,9 @@ CONFIGS = {
         vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_head=16, qk_norm=True
     ),
     "q/k-norm layernorm": tiny(qk_norm=True),
+    "parallel, one norm (phi-2)": tiny(
+        positions="rope", rotary_dim=4, parallel_residual=True, shared_norm=True
+    ),
     "sinusoidal relu": tiny(positions="sinusoidal", activation="relu", norm_placement="post"),
     "alibi": tiny(positions="alibi"),
     "t5 bias": tiny(positions="t5_relative", attn_scale=1.0),

@@ -131,6 +131,22 @@ def _neox():
     return transformers.GPTNeoXForCausalLM(config)
 
 
+def _phi2():
+    """Phi-2: a parallel block with one shared LayerNorm, RoPE over half of each head."""
+    config = transformers.PhiConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=128,
+        partial_rotary_factor=0.5,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return transformers.PhiForCausalLM(config)
+
+
 def _bert():
     config = transformers.BertConfig(
         vocab_size=VOCAB,
@@ -211,6 +227,7 @@ BUILDERS = {
     "phi3": _phi3,
     "opt": _opt,
     "gpt-neox": _neox,
+    "phi-2": _phi2,
     "bert": _bert,
     "roberta": _roberta,
     "distilbert": _distilbert,
@@ -286,7 +303,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "phi-2", "t5", "marian"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):

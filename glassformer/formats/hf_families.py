@@ -1,6 +1,6 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
-Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
+Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
 ``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
@@ -31,6 +31,7 @@ from glassformer.formats import (
     hf_marian,
     hf_neox,
     hf_opt,
+    hf_phi,
     hf_phi3,
     hf_roberta,
     hf_t5,
@@ -60,6 +61,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "qwen3": HFFamily(hf_llama, "decoder", written=True, writer="config_to_qwen3"),  # + q/k-norm
     "gemma": HFFamily(hf_gemma, "decoder", written=False),  # + sqrt(d) embedding scale, (1 + w) norms
     "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
+    "phi": HFFamily(hf_phi, "decoder", written=False),  # Phi-2: parallel block, one norm, partial rotary
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
     "gpt_neox": HFFamily(hf_neox, "decoder", written=False),  # parallel residual, partial rotary
     "bert": HFFamily(hf_bert, "encoder", written=True),

@@ -114,7 +114,8 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
     if cross_layers:
         counts.update(_attention(config, "cross-attention", cross_layers))
     counts.update(_ffn(config, layers))
-    counts["block norms"] = (2 * layers + cross_layers) * _norm(config)
+    per_block = 1 if config.shared_norm else 2  # a parallel block may share one norm (Phi-2)
+    counts["block norms"] = (per_block * layers + cross_layers) * _norm(config)
     if config.norm_placement == "pre":
         counts["final norm"] = stacks * _norm(config)
     counts.update(_head(config))

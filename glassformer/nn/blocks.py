@@ -12,10 +12,10 @@ Post-norm (the original Transformer, BERT)::
     h'  = LNc(h + CrossAttn(h, enc))
     out = LN2(h' + FFN(h'))
 
-Parallel residual (GPT-J, GPT-NeoX / Pythia): both sublayers read the block's input::
+Parallel residual (GPT-NeoX / Pythia): both sublayers read the block's input::
 
     h   = x + Attn(LN1(x))                  (resid_mid)
-    out = h + FFN(LN2(x))                   (resid_post)
+    out = h + FFN(LN2(x))                   (resid_post; LN1(x) again with a shared norm: Phi-2, GPT-J)
 
 Dropout is applied to each sublayer's output before it joins the residual stream.
 
@@ -50,7 +50,7 @@ class Block(nn.Module):
         self.attn = Attention(config, layer)
         self.cross_norm = make_norm(config) if cross else None
         self.cross_attn = Attention(config, layer, cross=True) if cross else None
-        self.ffn_norm = make_norm(config)
+        self.ffn_norm = None if config.shared_norm else make_norm(config)
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.resid_dropout)
         self.hook_resid_mid, self.hook_resid_post = HookPoint("resid_mid"), HookPoint("resid_post")
@@ -70,9 +70,11 @@ class Block(nn.Module):
         backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
         if self.parallel:  # the FFN reads the block's input, not attention's sum
-            attn = self.attn(self.attn_norm(x), mask, bias=bias, rope=rope, cache=cache, backend=backend)
+            normed = self.attn_norm(x)
+            attn = self.attn(normed, mask, bias=bias, rope=rope, cache=cache, backend=backend)
             mid = self.hook_resid_mid(x + self.dropout(attn))
-            return self.hook_resid_post(mid + self.dropout(self.ffn(self.ffn_norm(x))))
+            ffn_in = normed if self.ffn_norm is None else self.ffn_norm(x)
+            return self.hook_resid_post(mid + self.dropout(self.ffn(ffn_in)))
         x = self.hook_resid_mid(
             self._sublayer(
                 x,

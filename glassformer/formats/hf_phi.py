@@ -1,0 +1,72 @@
+"""Key map for Hugging Face Phi-1 / Phi-1.5 / Phi-2 decoders (``PhiForCausalLM``; Gunasekar et
+al. 2023): a parallel block with one shared LayerNorm, x + Attn(LN(x)) + FFN(LN(x)); RoPE over
+each head's first ``partial_rotary_factor`` of features; GELU (tanh); biases everywhere,
+the LM head's too, untied. Read, not written; q/k LayerNorm (``qk_layernorm``) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats.hf_config import hf_activation, special_id
+from glassformer.formats.key_map import Mapped, stacked_qkv
+
+IGNORED: dict[str, str] = {}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    if hf.get("qk_layernorm"):
+        raise ValueError("Phi qk_layernorm=True is not supported")
+    d, h = hf["hidden_size"], hf["num_attention_heads"]
+    e = d // h
+    rotary = int(e * hf.get("partial_rotary_factor", 0.5))
+    return ModelConfig(
+        family="decoder",
+        vocab_size=hf["vocab_size"],
+        d_model=d,
+        n_layers=hf["num_hidden_layers"],
+        n_heads=h,
+        n_kv_heads=hf.get("num_key_value_heads") or h,
+        d_ff=hf["intermediate_size"],
+        max_seq_len=hf["max_position_embeddings"],
+        positions="rope",
+        rope_base=float(hf.get("rope_theta", 10000.0)),
+        rotary_dim=rotary if rotary < e else None,
+        parallel_residual=True,
+        shared_norm=True,
+        activation=hf_activation(hf.get("hidden_act", "gelu_new")),
+        norm="layernorm",
+        norm_placement="pre",
+        norm_eps=hf.get("layer_norm_eps", 1e-5),
+        tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+        lm_head_bias="lm_head.bias" in keys,
+        bos_token_id=special_id(hf, "bos_token_id"),
+        eos_token_id=special_id(hf, "eos_token_id"),
+        pad_token_id=special_id(hf, "pad_token_id"),
+    )
+
+
+def _with_bias(ours: str, theirs: str) -> list[Mapped]:
+    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")]
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    out = [
+        Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
+        *_with_bias("stack.final_norm", "model.final_layernorm"),
+        Mapped("lm_head.weight", "lm_head.weight"),
+    ]
+    if config.lm_head_bias:
+        out.append(Mapped("lm_head.bias", "lm_head.bias"))
+    for i in range(config.n_layers):
+        ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
+        attn = f"{theirs}.self_attn"
+        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
+        out += [
+            *_with_bias(f"{ours}.attn.o_proj", f"{attn}.dense"),
+            *_with_bias(f"{ours}.attn_norm", f"{theirs}.input_layernorm"),  # the block's one norm
+            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.mlp.fc1"),
+            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.mlp.fc2"),
+        ]
+    return out
