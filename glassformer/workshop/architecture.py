@@ -50,6 +50,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
         "norm": config.norm,
         "placement": config.norm_placement,
         "parallel_residual": config.parallel_residual,  # attention and the FFN both read x
+        "shared_norm": config.shared_norm,  # ... through one norm (Phi-2)
         "positions": config.positions,
         "positions_text": POSITION_NAMES[config.positions],
         "attention": {

@@ -117,9 +117,11 @@ function blockFlow(arch, hasCross) {
   const part = (name, cls) => el("span", { class: `ov-part ov-part-${cls}` }, name);
   const sub = (name, cls) => (pre ? [part(norm, "norm"), part(name, cls), part("+ x", "add")] : [part(name, cls), part("+ x", "add"), part(norm, "norm")]);
   if (arch.parallel_residual) { // both read the block's input: side by side, one sum
+    const own = arch.shared_norm ? null : part(norm, "norm"); // Phi-2: one norm feeds both
     return el("span", { class: "ov-flow ov-parallel", title: "x + Attn(norm(x)) + FFN(norm(x))" },
-      el("span", { class: "ov-branch" }, part(norm, "norm"), part("attention", "attn")), part("∥", "add"),
-      el("span", { class: "ov-branch" }, part(norm, "norm"), part("feed-forward", "ffn")), part("+ x", "add"));
+      arch.shared_norm ? part(norm, "norm") : null,
+      el("span", { class: "ov-branch" }, own, part("attention", "attn")), part("∥", "add"),
+      el("span", { class: "ov-branch" }, own?.cloneNode(true), part("feed-forward", "ffn")), part("+ x", "add"));
   }
   return el("span", { class: "ov-flow" },
     sub("attention", "attn"), hasCross ? sub("cross-attention", "attn") : null, sub("feed-forward", "ffn"));
