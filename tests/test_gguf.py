@@ -473,7 +473,7 @@ def test_unsupported_model_type_lists_the_supported(gpt2_dir, tmp_path):
     config = json.loads((gpt2_dir / "config.json").read_text())
     folder = broken_copy(gpt2_dir, tmp_path, "config.json", json.dumps({**config, "model_type": "falcon"}))
     with pytest.raises(
-        ValueError, match="model_type 'falcon' is not supported; supported: bert, .*gpt2, .*llama"
+        ValueError, match="model_type 'falcon' is not supported; supported: .*bert, .*gpt2, .*llama"
     ):
         load(folder)
 

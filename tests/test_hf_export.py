@@ -150,7 +150,7 @@ REFUSED = {
         dict(family="encoder_decoder", positions="sinusoidal", norm_placement="post"),
         r"closest, t5 .*positions .*norm_placement .*"
         r"\(read, not written: mistral, qwen2, gemma, phi3, phi, opt, gpt_neox, roberta, distilbert, "
-        r"marian\)",
+        r"marian, bart\)",
     ),
 }
 

@@ -219,6 +219,24 @@ def _marian():
     return transformers.MarianMTModel(config)
 
 
+def _bart():
+    """BART: Marian's layout with GELU, embedding LayerNorms and learned positions offset by 2."""
+    config = transformers.BartConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=48,
+        decoder_ffn_dim=48,
+        max_position_embeddings=64,
+        forced_eos_token_id=None,
+        forced_bos_token_id=None,
+    )
+    return transformers.BartForConditionalGeneration(config)
+
+
 BUILDERS = {
     "gpt2": _gpt2,
     "llama": _llama,
@@ -234,8 +252,9 @@ BUILDERS = {
     "t5": _t5,
     "t5-gated": lambda: _t5(True),
     "marian": _marian,
+    "bart": _bart,
 }
-SEQ2SEQ = {"t5", "t5-gated", "marian"}
+SEQ2SEQ = {"t5", "t5-gated", "marian", "bart"}
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +264,7 @@ def models():
     for name, builder in BUILDERS.items():
         torch.manual_seed(0)
         hf = builder().eval()
-        if name == "marian":  # HF starts final_logits_bias at zero: make it matter
+        if name in ("marian", "bart"):  # HF starts final_logits_bias at zero: make it matter
             hf.final_logits_bias.normal_()
         out[name] = (hf, gf.from_hf(hf))
     return out
@@ -303,7 +322,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "phi-2", "t5", "marian"]
+GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "phi-2", "t5", "marian", "bart"]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):

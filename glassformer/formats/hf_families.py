@@ -1,7 +1,7 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
 Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
-``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``) gives
+``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``, ``hf_bart``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from glassformer.formats import (
+    hf_bart,
     hf_bert,
     hf_distilbert,
     hf_gemma,
@@ -69,6 +70,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "distilbert": HFFamily(hf_distilbert, "encoder", written=False),  # BERT's, renamed, no segments
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
     "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
+    "bart": HFFamily(hf_bart, "encoder_decoder", written=False),  # Marian's, learned positions + 2
 }
 
 
