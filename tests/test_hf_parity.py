@@ -41,6 +41,43 @@ def _llama(tied: bool = False):
     return transformers.LlamaForCausalLM(config)
 
 
+def _mistral():
+    """Mistral: Llama's layout with a sliding window (4 keys here, shorter than the inputs)."""
+    config = transformers.MistralConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        sliding_window=4,
+    )
+    model = transformers.MistralForCausalLM(config)
+    model.config._attn_implementation = "eager"  # the window, as HF's reference path applies it
+    return model
+
+
+def _qwen2():
+    """Qwen2: Llama's layout with biases on q, k and v (none on the output)."""
+    config = transformers.Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+    )
+    model = transformers.Qwen2ForCausalLM(config)
+    with torch.no_grad():  # the q/k/v biases start at 0: make them matter
+        for name, param in model.named_parameters():
+            if name.endswith("_proj.bias"):
+                param.normal_(0.0, 0.3)
+    return model
+
+
 def _qwen3():
     """Qwen3: Llama's layout with q/k-norm and no q/k/v biases; head_dim is not d_model / heads."""
     config = transformers.Qwen3Config(
@@ -240,6 +277,8 @@ def _bart():
 BUILDERS = {
     "gpt2": _gpt2,
     "llama": _llama,
+    "mistral": _mistral,
+    "qwen2": _qwen2,
     "qwen3": _qwen3,
     "gemma": _gemma,
     "phi3": _phi3,
@@ -322,7 +361,21 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
         gf.from_hf("/nonexistent/dir")
 
 
-GENERATORS = ["gpt2", "llama", "qwen3", "gemma", "phi3", "opt", "gpt-neox", "phi-2", "t5", "marian", "bart"]
+GENERATORS = [
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "phi3",
+    "opt",
+    "gpt-neox",
+    "phi-2",
+    "t5",
+    "marian",
+    "bart",
+]
 
 
 def _hf_generate(hf, ids, mask, **kwargs):
