@@ -17,6 +17,9 @@ transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
 
 VOCAB = 96
+SMALL = dict(  # the sizes every small decoder and encoder below shares (HF's names)
+    vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4
+)
 
 
 def _gpt2():
@@ -26,11 +29,7 @@ def _gpt2():
 
 def _llama(tied: bool = False):
     config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=2,  # grouped-query attention
         max_position_embeddings=128,
         rope_theta=500.0,
@@ -44,11 +43,7 @@ def _llama(tied: bool = False):
 def _mistral():
     """Mistral: Llama's layout with a sliding window (4 keys here, shorter than the inputs)."""
     config = transformers.MistralConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=2,
         max_position_embeddings=128,
         sliding_window=4,
@@ -61,11 +56,7 @@ def _mistral():
 def _qwen2():
     """Qwen2: Llama's layout with biases on q, k and v (none on the output)."""
     config = transformers.Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=2,
         max_position_embeddings=128,
         tie_word_embeddings=False,
@@ -81,11 +72,7 @@ def _qwen2():
 def _qwen3():
     """Qwen3: Llama's layout with q/k-norm and no q/k/v biases; head_dim is not d_model / heads."""
     config = transformers.Qwen3Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=2,
         head_dim=16,
         max_position_embeddings=128,
@@ -103,11 +90,7 @@ def _qwen3():
 def _gemma():
     """Gemma: GeGLU, (1 + w) RMSNorm, token vectors times sqrt(d_model), tied embeddings."""
     config = transformers.GemmaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=1,
         head_dim=8,
         max_position_embeddings=128,
@@ -124,11 +107,7 @@ def _gemma():
 def _phi3():
     """Phi-3: Llama's architecture with fused qkv_proj and gate_up_proj matrices."""
     config = transformers.Phi3Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         num_key_value_heads=2,
         max_position_embeddings=128,
         pad_token_id=0,
@@ -155,11 +134,7 @@ def _opt():
 def _neox():
     """GPT-NeoX / Pythia: parallel residual, RoPE over a quarter of each head, fused qkv by head."""
     config = transformers.GPTNeoXConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         max_position_embeddings=128,
         rotary_pct=0.25,
         bos_token_id=1,
@@ -171,11 +146,7 @@ def _neox():
 def _phi2():
     """Phi-2: a parallel block with one shared LayerNorm, RoPE over half of each head."""
     config = transformers.PhiConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **SMALL,
         max_position_embeddings=128,
         partial_rotary_factor=0.5,
         bos_token_id=1,

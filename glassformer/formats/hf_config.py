@@ -52,3 +52,11 @@ def special_id(hf: dict[str, Any], name: str) -> int | None:
     if isinstance(value, list):
         value = value[0] if value else None
     return value if value is not None and 0 <= value < hf["vocab_size"] else None
+
+
+def partial_rotary(hf: dict[str, Any], fraction_key: str, default: float) -> int | None:
+    """``rotary_dim`` for a config that turns a fraction of each head (GPT-NeoX's
+    ``rotary_pct``, Phi's ``partial_rotary_factor``): int(d_head * fraction), None for all."""
+    d_head = hf["hidden_size"] // hf["num_attention_heads"]
+    rotary = int(d_head * hf.get(fraction_key, default))
+    return rotary if rotary < d_head else None

@@ -10,7 +10,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, special_id
-from glassformer.formats.key_map import Mapped, stacked_qkv
+from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED = {
     r"(distilbert\.)?embeddings\.position_ids": "an arange buffer",
@@ -45,33 +45,29 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
-def _with_bias(ours: str, theirs: str) -> list[Mapped]:
-    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")]
-
-
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     p = _prefix(keys)
     e = f"{p}embeddings"
     out = [
         Mapped("stack.embed.token.weight", f"{e}.word_embeddings.weight"),
         Mapped("stack.embed.position.weight", f"{e}.position_embeddings.weight"),
-        *_with_bias("stack.embed.norm", f"{e}.LayerNorm"),
+        *with_bias("stack.embed.norm", f"{e}.LayerNorm"),
     ]
     for i in range(config.n_layers):
         ours, theirs = f"stack.blocks.{i}", f"{p}transformer.layer.{i}"
         attn = f"{theirs}.attention"
         out += stacked_qkv(f"{ours}.attn", f"{attn}.q_lin", f"{attn}.k_lin", f"{attn}.v_lin", config)
         out += [
-            *_with_bias(f"{ours}.attn.o_proj", f"{attn}.out_lin"),
-            *_with_bias(f"{ours}.attn_norm", f"{theirs}.sa_layer_norm"),
-            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.ffn.lin1"),
-            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.ffn.lin2"),
-            *_with_bias(f"{ours}.ffn_norm", f"{theirs}.output_layer_norm"),
+            *with_bias(f"{ours}.attn.o_proj", f"{attn}.out_lin"),
+            *with_bias(f"{ours}.attn_norm", f"{theirs}.sa_layer_norm"),
+            *with_bias(f"{ours}.ffn.up_proj", f"{theirs}.ffn.lin1"),
+            *with_bias(f"{ours}.ffn.down_proj", f"{theirs}.ffn.lin2"),
+            *with_bias(f"{ours}.ffn_norm", f"{theirs}.output_layer_norm"),
         ]
     if config.mlm_head:
         out += [
-            *_with_bias("mlm_head.dense", "vocab_transform"),
-            *_with_bias("mlm_head.norm", "vocab_layer_norm"),
+            *with_bias("mlm_head.dense", "vocab_transform"),
+            *with_bias("mlm_head.norm", "vocab_layer_norm"),
             Mapped("mlm_head.decoder.bias", "vocab_projector.bias"),
         ]
     return out

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, special_id
-from glassformer.formats.key_map import Mapped
+from glassformer.formats.hf_config import hf_activation, partial_rotary, special_id
+from glassformer.formats.key_map import Mapped, with_bias
 
 IGNORED = {
     r"gpt_neox\.layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)": "mask and RoPE buffers",
@@ -44,8 +44,6 @@ class HeadsInterleaved:
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     d, h = hf["hidden_size"], hf["num_attention_heads"]
-    e = d // h
-    rotary = int(e * hf.get("rotary_pct", 1.0))
     return ModelConfig(
         family="decoder",
         vocab_size=hf["vocab_size"],
@@ -56,7 +54,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         max_seq_len=hf["max_position_embeddings"],
         positions="rope",
         rope_base=float(hf.get("rotary_emb_base", 10000.0)),
-        rotary_dim=rotary if rotary < e else None,
+        rotary_dim=partial_rotary(hf, "rotary_pct", 1.0),
         parallel_residual=bool(hf.get("use_parallel_residual", True)),
         activation=hf_activation(hf.get("hidden_act", "gelu")),
         qkv_bias=bool(hf.get("attention_bias", True)),
@@ -71,15 +69,11 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
-def _with_bias(ours: str, theirs: str, bias: bool = True) -> list[Mapped]:
-    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")[: 1 + bias]]
-
-
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     fused = HeadsInterleaved(config.n_heads, config.d_head)
     out = [
         Mapped("stack.embed.token.weight", "gpt_neox.embed_in.weight"),
-        *_with_bias("stack.final_norm", "gpt_neox.final_layer_norm"),
+        *with_bias("stack.final_norm", "gpt_neox.final_layer_norm"),
     ]
     if not config.tie_embeddings:
         out.append(Mapped("lm_head.weight", "embed_out.weight"))
@@ -91,10 +85,10 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
             for k in kinds
         ]
         out += [
-            *_with_bias(f"{ours}.attn.o_proj", f"{theirs}.attention.dense", config.out_bias),
-            *_with_bias(f"{ours}.attn_norm", f"{theirs}.input_layernorm"),
-            *_with_bias(f"{ours}.ffn_norm", f"{theirs}.post_attention_layernorm"),
-            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.mlp.dense_h_to_4h"),
-            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.mlp.dense_4h_to_h"),
+            *with_bias(f"{ours}.attn.o_proj", f"{theirs}.attention.dense", config.out_bias),
+            *with_bias(f"{ours}.attn_norm", f"{theirs}.input_layernorm"),
+            *with_bias(f"{ours}.ffn_norm", f"{theirs}.post_attention_layernorm"),
+            *with_bias(f"{ours}.ffn.up_proj", f"{theirs}.mlp.dense_h_to_4h"),
+            *with_bias(f"{ours}.ffn.down_proj", f"{theirs}.mlp.dense_4h_to_h"),
         ]
     return out

@@ -15,7 +15,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, special_id
-from glassformer.formats.key_map import Mapped, TheirRows, stacked_qkv
+from glassformer.formats.key_map import Mapped, TheirRows, stacked_qkv, with_bias
 
 POSITION_OFFSET = 2  # OPTLearnedPositionalEmbedding.offset
 IGNORED = {r"lm_head\.weight": "tied to the token embedding"}
@@ -52,16 +52,12 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
-def _with_bias(ours: str, theirs: str) -> list[Mapped]:
-    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")]
-
-
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     rows = (POSITION_OFFSET, POSITION_OFFSET + config.max_seq_len)
     out = [
         Mapped("stack.embed.token.weight", "model.decoder.embed_tokens.weight"),
         Mapped("stack.embed.position.weight", "model.decoder.embed_positions.weight", TheirRows(*rows)),
-        *_with_bias("stack.final_norm", "model.decoder.final_layer_norm"),
+        *with_bias("stack.final_norm", "model.decoder.final_layer_norm"),
     ]
     if not config.tie_embeddings:
         out.append(Mapped("lm_head.weight", "lm_head.weight"))
@@ -70,10 +66,10 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
         attn = f"{theirs}.self_attn"
         out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
         out += [
-            *_with_bias(f"{ours}.attn.o_proj", f"{attn}.out_proj"),
-            *_with_bias(f"{ours}.attn_norm", f"{theirs}.self_attn_layer_norm"),
-            *_with_bias(f"{ours}.ffn_norm", f"{theirs}.final_layer_norm"),
-            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.fc1"),
-            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.fc2"),
+            *with_bias(f"{ours}.attn.o_proj", f"{attn}.out_proj"),
+            *with_bias(f"{ours}.attn_norm", f"{theirs}.self_attn_layer_norm"),
+            *with_bias(f"{ours}.ffn_norm", f"{theirs}.final_layer_norm"),
+            *with_bias(f"{ours}.ffn.up_proj", f"{theirs}.fc1"),
+            *with_bias(f"{ours}.ffn.down_proj", f"{theirs}.fc2"),
         ]
     return out

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, special_id
-from glassformer.formats.key_map import Mapped, stacked_qkv
+from glassformer.formats.hf_config import hf_activation, partial_rotary, special_id
+from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED: dict[str, str] = {}
 
@@ -19,8 +19,6 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     if hf.get("qk_layernorm"):
         raise ValueError("Phi qk_layernorm=True is not supported")
     d, h = hf["hidden_size"], hf["num_attention_heads"]
-    e = d // h
-    rotary = int(e * hf.get("partial_rotary_factor", 0.5))
     return ModelConfig(
         family="decoder",
         vocab_size=hf["vocab_size"],
@@ -32,7 +30,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         max_seq_len=hf["max_position_embeddings"],
         positions="rope",
         rope_base=float(hf.get("rope_theta", 10000.0)),
-        rotary_dim=rotary if rotary < e else None,
+        rotary_dim=partial_rotary(hf, "partial_rotary_factor", 0.5),
         parallel_residual=True,
         shared_norm=True,
         activation=hf_activation(hf.get("hidden_act", "gelu_new")),
@@ -47,14 +45,10 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
-def _with_bias(ours: str, theirs: str) -> list[Mapped]:
-    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in ("weight", "bias")]
-
-
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     out = [
         Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
-        *_with_bias("stack.final_norm", "model.final_layernorm"),
+        *with_bias("stack.final_norm", "model.final_layernorm"),
         Mapped("lm_head.weight", "lm_head.weight"),
     ]
     if config.lm_head_bias:
@@ -64,9 +58,9 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
         attn = f"{theirs}.self_attn"
         out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
         out += [
-            *_with_bias(f"{ours}.attn.o_proj", f"{attn}.dense"),
-            *_with_bias(f"{ours}.attn_norm", f"{theirs}.input_layernorm"),  # the block's one norm
-            *_with_bias(f"{ours}.ffn.up_proj", f"{theirs}.mlp.fc1"),
-            *_with_bias(f"{ours}.ffn.down_proj", f"{theirs}.mlp.fc2"),
+            *with_bias(f"{ours}.attn.o_proj", f"{attn}.dense"),
+            *with_bias(f"{ours}.attn_norm", f"{theirs}.input_layernorm"),  # the block's one norm
+            *with_bias(f"{ours}.ffn.up_proj", f"{theirs}.mlp.fc1"),
+            *with_bias(f"{ours}.ffn.down_proj", f"{theirs}.mlp.fc2"),
         ]
     return out

@@ -81,6 +81,16 @@ class TheirRows:
         raise ValueError("a parameter cut from a fused checkpoint tensor is read, not written")
 
 
+def with_bias(ours: str, theirs: str, bias: bool = True) -> list[Mapped]:
+    """A linear layer or a norm, one to one: its weight (and its bias, when ``bias``).
+
+    >>> [(m.ours, m.theirs) for m in with_bias("attn.o_proj", "attention.dense")]
+    [('attn.o_proj.weight', 'attention.dense.weight'), ('attn.o_proj.bias', 'attention.dense.bias')]
+    """
+    kinds = ("weight", "bias") if bias else ("weight",)
+    return [Mapped(f"{ours}.{kind}", f"{theirs}.{kind}") for kind in kinds]
+
+
 def stacked(ours: str, pieces: list[tuple[str, int]]) -> list[Mapped]:
     """Our ``ours`` <- the checkpoint tensors ``pieces`` (name, rows) concatenated along dim 0,
     in that order.
