@@ -140,7 +140,7 @@ def stages(net) -> list[dict[str, Any]]:
     has none), each described by the stage catalogue (`stage_catalogue.describe`): id, group,
     trace name, title, plain title, words, shape letters, equation, code location."""
     config = net.config
-    causal = {s["name"]: s["causal"] for s in summary(config)["stacks"]}
+    causal = {stack.name: stack.causal for stack in config.stacks}
     out = [_stage("tokens", "input", None, "tokens", Context(config))]
     for name in net.hook_points:
         if not _listed(name, config):

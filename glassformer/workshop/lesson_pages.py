@@ -30,15 +30,14 @@ import tempfile
 import textwrap
 import time
 from html import escape
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from glassformer.lessons.catalog import Lesson, lessons, links, resolve_code, to_notebook
 from glassformer.lessons.run import LessonFailed, code_cells, execute
 from glassformer.workshop.architecture import stages
+from glassformer.workshop.stage_catalogue import code_location
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # glassformer/
 RUN_TIMEOUT_S = 120  # per cell
 
 
@@ -80,10 +79,14 @@ def source(dotted: str) -> dict[str, Any]:
     if dotted not in {target for x in lessons() for kind, target, _ in links(x) if kind == "code"}:
         raise ValueError(f"no lesson links to {dotted!r}: only the code the lessons name is shown")
     target = inspect.unwrap(resolve_code(dotted))
-    lines, first = inspect.getsourcelines(target)
-    path = Path(inspect.getsourcefile(target)).resolve()
-    shown = path.relative_to(PACKAGE_ROOT.parent) if path.is_relative_to(PACKAGE_ROOT.parent) else path.name
-    return {"name": dotted, "file": str(shown), "line": first, "source": textwrap.dedent("".join(lines))}
+    where = code_location(target)  # the file and first line, as the walk names them
+    lines, _ = inspect.getsourcelines(target)
+    return {
+        "name": dotted,
+        "file": where["file"],
+        "line": where["line"],
+        "source": textwrap.dedent("".join(lines)),
+    }
 
 
 def run(item: Lesson) -> dict[str, Any]:

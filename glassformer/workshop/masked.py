@@ -13,22 +13,19 @@ from typing import Any
 
 import torch
 
+from glassformer.inspect.targets import special_id
+
 SHOWN = 5  # words per position
 MAX_POSITIONS = 64  # positions listed when there is no mask token
-
-
-def mask_id(tokenizer) -> int | None:
-    """The id of the tokenizer's mask token ([MASK]), or None if it has none."""
-    if tokenizer is None:
-        return None
-    spelling = getattr(tokenizer, "mask_token", None) or "[MASK]"
-    return tokenizer.special_tokens.get(spelling)
 
 
 def masked_prediction(lm, ids: torch.Tensor, logits: torch.Tensor) -> dict[str, Any]:
     """{"mask_token": spelling or None, "masked": bool, "positions": [{"position", "token",
     "top": [{"id", "token", "p"}]}]} for ``ids`` (1 t) and the head's ``logits`` (t v)."""
-    masked_id = mask_id(lm.tokenizer)
+    try:
+        masked_id = special_id(lm, "mask")
+    except ValueError:  # a tokenizer without a mask token: every position is listed
+        masked_id = None
     row = ids[0].tolist()
     positions = [i for i, token in enumerate(row) if token == masked_id]
     masked = bool(positions)

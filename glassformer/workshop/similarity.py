@@ -16,7 +16,7 @@ from glassformer.workshop.arrays import pack
 
 def similarity(lm, text: str, other: str) -> dict[str, Any]:
     """{"cosine", "vectors": [packed u, packed w], "pooling"} for two texts."""
-    if lm.net.sentence is None:
+    if not lm.config.sentence_encoder:
         raise ValueError("similarity compares sentence vectors: choose a sentence encoder (such as MiniLM)")
     vectors = lm.embed([text, other]).float()  # 2 d, unit rows
     return {
