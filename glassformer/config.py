@@ -21,21 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-FAMILIES = ("decoder", "encoder", "encoder_decoder")
-POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
-NORMS = ("layernorm", "rmsnorm")
-NORM_PLACEMENTS = ("pre", "post")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
-GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
-ROPE_STYLES = ("rotate_half", "interleaved")
-ROPE_SCALINGS = ("none", "linear", "ntk")
-SINUSOIDAL_STYLES = ("interleaved", "halved")
-INITS = ("gpt2", "xavier")
-# What one vector per sequence is made of, for the classification head (models/classifier.py)
-CLASSIFIER_POOLINGS = ("cls", "mean", "pooler", "last")
-DEFAULT_POOLING = {"encoder": "cls", "decoder": "last"}
-SENTENCE_POOLINGS = ("mean", "cls", "pooler")  # a sentence encoder's (sentence-transformers' 1_Pooling)
-DROPOUT_FIELDS = ("embed_dropout", "attn_dropout", "resid_dropout", "ffn_dropout")
+from glassformer.config_checks import DEFAULT_POOLING, GATED_ACTIVATIONS, check
 
 
 class Stack(NamedTuple):
@@ -78,20 +64,29 @@ class ModelConfig:
     rope_style: str = "rotate_half"  # GPT-NeoX / Llama; "interleaved" is GPT-J
     rope_scaling: str = "none"
     rope_scaling_factor: float = 1.0
+    rope_local_base: float | None = None  # the sliding-window layers' own RoPE base (Gemma 3)
     rotary_dim: int | None = None  # RoPE over each head's first rotary_dim features (NeoX); None: all
     relative_buckets: int = 32  # T5 relative position bias
     relative_max_distance: int = 128
     # attention
     attn_scale: float | None = None  # None = 1/sqrt(d_head); T5 uses 1.0
     attn_window: int | None = None  # sliding window: attend to the last `window` keys
+    global_every: int = 0  # with attn_window: layer i is global when (i + 1) % k == 0 (Gemma 2: 2, 3: 6)
+    attn_softcap: float | None = None  # scores -> cap * tanh(scores / cap) (Gemma 2)
     qkv_bias: bool = True
-    qk_norm: bool = (
-        False  # a norm (config.norm, learned weight) over each head's q and k, before RoPE (Qwen3)
-    )
+    qk_norm: bool = False  # a norm (config.norm, learned weight) over q and k, before RoPE (Qwen3)
+    qk_norm_scope: str = "head"  # "head": each head's e features; "all": the whole projection (OLMo 2)
     out_bias: bool = True
     # feed-forward
     activation: str = "gelu_tanh"
     ffn_bias: bool = True
+    # mixture of experts (n_experts > 0): each token's FFN is the weighted sum of its top-k experts
+    n_experts: int = 0  # 0 = one dense FFN
+    experts_per_token: int = 2  # k
+    router: str = "softmax"  # the router's scores over all experts: softmax, or sigmoid (each alone)
+    normalize_expert_weights: bool = True  # the k chosen weights rescaled to sum to 1 (Mixtral)
+    expert_d_ff: int | None = None  # each expert's hidden size; None = d_ff
+    shared_expert_d_ff: int = 0  # an expert every token uses, gated by sigmoid(x w) (Qwen2-MoE); 0 = none
     # normalization
     norm: str = "layernorm"
     norm_placement: str = "pre"
@@ -99,11 +94,16 @@ class ModelConfig:
     shared_norm: bool = False  # a parallel block's one norm: x + Attn(LN(x)) + FFN(LN(x)) (Phi-2, GPT-J)
     norm_eps: float = 1e-5
     embed_norm: bool = False  # LayerNorm right after the embeddings (BERT)
+    # vision (image_size > 0): the tokens are an image's patches, cut by a strided convolution (ViT)
+    image_size: int = 0  # H = W in pixels; 0 = the tokens are text
+    patch_size: int = 16  # P: each token is a P x P patch; (H / P)^2 patches, plus [CLS]
+    n_channels: int = 3
     # embeddings and head
     embed_scale: bool = False  # multiply token embeddings by sqrt(d_model) (original)
     tie_embeddings: bool = True
     lm_head_bias: bool = False
     lm_head_input_scale: float = 1.0  # T5 with tied embeddings: d_model**-0.5
+    logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     mlm_head: bool = True  # encoder only: masked-LM head (absent in sentence encoders)
     pooler: bool = False  # BERT's tanh pooler on the first token (encoder only)
     sentence_pooling: str = "mean"  # a sentence encoder (no MLM head): how its sentence vector pools
@@ -131,6 +131,7 @@ class ModelConfig:
             "d_head": None if self.d_head else self._derived_d_head(),
             "d_ff": 4 * self.d_model,
             "n_decoder_layers": self.n_layers,
+            "expert_d_ff": self.d_ff or 4 * self.d_model,
         }
         if self.n_classes and self.family in DEFAULT_POOLING:
             fill["classifier_pooling"] = DEFAULT_POOLING[self.family]
@@ -150,128 +151,7 @@ class ModelConfig:
         return self.d_model // max(self.n_heads, 1)
 
     def _validate(self) -> None:
-        self._check_fields()
-        self._check_combinations()
-
-    def _check_fields(self) -> None:
-        """Each field alone: one of its allowed values, or in its range."""
-        choices = {
-            "family": FAMILIES,
-            "positions": POSITIONS,
-            "norm": NORMS,
-            "norm_placement": NORM_PLACEMENTS,
-            "activation": ACTIVATIONS,
-            "rope_style": ROPE_STYLES,
-            "rope_scaling": ROPE_SCALINGS,
-            "sinusoidal_style": SINUSOIDAL_STYLES,
-            "init": INITS,
-            "sentence_pooling": SENTENCE_POOLINGS,
-        }
-        for name, allowed in choices.items():
-            value = getattr(self, name)
-            if value not in allowed:
-                raise ValueError(
-                    f"{name}={value!r} is not supported; allowed values: "
-                    + ", ".join(repr(a) for a in allowed)
-                )
-        for name in (
-            "vocab_size",
-            "d_model",
-            "n_layers",
-            "n_heads",
-            "n_kv_heads",
-            "d_head",
-            "d_ff",
-            "max_seq_len",
-            "n_decoder_layers",
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
-        for name in DROPOUT_FIELDS:
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name}={value} must lie in [0, 1)")
-        if self.attn_window is not None and self.attn_window < 1:
-            raise ValueError(f"attn_window={self.attn_window} must be a positive integer or None")
-        if self.norm_eps <= 0:
-            raise ValueError(f"norm_eps={self.norm_eps} must be positive")
-        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name}={value} must lie in [0, vocab_size={self.vocab_size})")
-
-    def _check_combinations(self) -> None:
-        """Fields that are each valid but do not fit together."""
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"n_heads={self.n_heads} must be divisible by n_kv_heads={self.n_kv_heads} "
-                "(each kv head serves a whole group of query heads)"
-            )
-        if self.positions == "rope" and self.d_head % 2:
-            raise ValueError(f"positions='rope' needs an even d_head, got d_head={self.d_head}")
-        if self.rotary_dim is not None and not (
-            0 < self.rotary_dim <= self.d_head and self.rotary_dim % 2 == 0
-        ):
-            raise ValueError(
-                f"rotary_dim={self.rotary_dim} must be an even number in (0, d_head={self.d_head}]"
-            )
-        if self.shared_norm and not self.parallel_residual:
-            raise ValueError("shared_norm=True is for a parallel block: set parallel_residual=True")
-        if self.parallel_residual and self.norm_placement != "pre":
-            raise ValueError("parallel_residual=True needs norm_placement='pre' (each sublayer reads LN(x))")
-        if self.positions == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"positions='sinusoidal' needs an even d_model, got d_model={self.d_model}")
-        if self.rope_scaling != "none" and self.rope_scaling_factor < 1.0:
-            raise ValueError(
-                f"rope_scaling_factor={self.rope_scaling_factor} must be >= 1 "
-                f"when rope_scaling={self.rope_scaling!r}"
-            )
-        if self.type_vocab_size and self.family == "encoder_decoder":
-            raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
-        if self.pooler and self.family != "encoder":
-            raise ValueError(f"pooler=True is only for family='encoder', not {self.family!r}")
-        if self.sentence_pooling == "pooler" and not self.pooler:
-            raise ValueError(
-                "sentence_pooling='pooler' needs BERT's pooler: set pooler=True, or use 'mean' or 'cls'"
-            )
-        self._check_classifier()
-
-    def _check_classifier(self) -> None:
-        """The classification head: how many classes, how a sequence is pooled, their names."""
-        n = self.n_classes
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n == 1:
-            raise ValueError(f"n_classes={n!r} must be 0 (no classification head) or an integer >= 2")
-        names = self.class_names
-        if not isinstance(names, tuple) or not all(isinstance(x, str) and x for x in names):
-            raise ValueError(f"class_names={names!r} must be a list of non-empty strings")
-        if names and (len(names) != n or len(set(names)) != n):
-            raise ValueError(f"class_names={list(names)} must name each of the n_classes={n} classes once")
-        if not n:
-            return
-        if self.family not in DEFAULT_POOLING:
-            raise ValueError(
-                f"n_classes={n}: a classification head sits on an encoder or a decoder, not {self.family!r}"
-            )
-        pooling = self.classifier_pooling
-        if pooling not in CLASSIFIER_POOLINGS:
-            raise ValueError(
-                f"classifier_pooling={pooling!r} is not supported; allowed values: "
-                + ", ".join(repr(a) for a in CLASSIFIER_POOLINGS)
-            )
-        if self.family == "decoder" and pooling not in ("last", "mean"):
-            raise ValueError(
-                f"classifier_pooling={pooling!r} does not suit a decoder: under the causal mask only the "
-                "last token has seen the whole sequence; use 'last' (or 'mean')"
-            )
-        if self.family == "encoder" and pooling == "last":
-            raise ValueError(
-                "classifier_pooling='last' is for decoders; an encoder uses 'cls', 'mean' or 'pooler'"
-            )
-        if pooling == "pooler" and not self.pooler:
-            raise ValueError(
-                "classifier_pooling='pooler' needs BERT's pooler: set pooler=True, or use 'cls' or 'mean'"
-            )
+        check(self)
 
     # derived views ---------------------------------------------------------------
     @property
@@ -333,6 +213,27 @@ class ModelConfig:
     def decoder_depth(self) -> int:
         """Blocks of the causal stack, the one that keeps a KV cache (0 in an encoder)."""
         return self.stack_depths[-1] if self.causal else 0
+
+    @property
+    def moe(self) -> bool:
+        """Whether each block's FFN is a mixture of experts (a router over n_experts FFNs)."""
+        return self.n_experts > 0
+
+    @property
+    def vision(self) -> bool:
+        """Whether the tokens are an image's patches (a ViT) rather than text."""
+        return self.image_size > 0
+
+    @property
+    def n_patches(self) -> int:
+        """(H / P)^2 patch tokens of a vision model (0 for text)."""
+        return (self.image_size // self.patch_size) ** 2 if self.vision else 0
+
+    def layer_window(self, layer: int) -> int | None:
+        """The sliding window of block ``layer`` (None: it attends to every earlier key)."""
+        if self.attn_window is None or (self.global_every and (layer + 1) % self.global_every == 0):
+            return None
+        return self.attn_window
 
     @property
     def labels(self) -> tuple[str, ...]:

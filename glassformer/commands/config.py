@@ -12,21 +12,10 @@ import dataclasses
 import sys
 import typing
 
-from glassformer import config as config_module
+from glassformer import config_checks
 from glassformer.config import ModelConfig
 
-CHOICES = {
-    "family": config_module.FAMILIES,
-    "positions": config_module.POSITIONS,
-    "norm": config_module.NORMS,
-    "norm_placement": config_module.NORM_PLACEMENTS,
-    "activation": config_module.ACTIVATIONS,
-    "rope_style": config_module.ROPE_STYLES,
-    "rope_scaling": config_module.ROPE_SCALINGS,
-    "sinusoidal_style": config_module.SINUSOIDAL_STYLES,
-    "init": config_module.INITS,
-    "classifier_pooling": config_module.CLASSIFIER_POOLINGS,
-}
+CHOICES = {**config_checks.CHOICES, "classifier_pooling": config_checks.CLASSIFIER_POOLINGS}
 
 
 def register(commands: argparse._SubParsersAction) -> None:

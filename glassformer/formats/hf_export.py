@@ -43,7 +43,8 @@ from typing import Any
 import torch
 
 from glassformer.atomic import check_replaceable, write_directory_atomic
-from glassformer.config import DROPOUT_FIELDS, ModelConfig
+from glassformer.config import ModelConfig
+from glassformer.config_checks import DROPOUT_FIELDS
 from glassformer.formats.hf_families import FAMILIES, read_only, writers
 from glassformer.formats.key_map import Mapped, hf_state
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from glassformer.config import CLASSIFIER_POOLINGS, ModelConfig
+from glassformer.config import ModelConfig
+from glassformer.config_checks import CLASSIFIER_POOLINGS
 from glassformer.nn.hooks import HookPoint, name_hook_points
 
 
