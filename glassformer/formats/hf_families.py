@@ -1,6 +1,6 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
-Each family module (``hf_gpt2``, ``hf_llama``, ``hf_gemma``, ``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
+Each family module (``hf_gpt2``, ``hf_llama``, ``hf_moe``, ``hf_gemma``, ``hf_gemma2``, ``hf_olmo2``, ``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
 ``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``, ``hf_bart``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
@@ -27,10 +27,13 @@ from glassformer.formats import (
     hf_bert,
     hf_distilbert,
     hf_gemma,
+    hf_gemma2,
     hf_gpt2,
     hf_llama,
     hf_marian,
+    hf_moe,
     hf_neox,
+    hf_olmo2,
     hf_opt,
     hf_phi,
     hf_phi3,
@@ -60,7 +63,12 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "mistral": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, a sliding window
     "qwen2": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, q/k/v biases
     "qwen3": HFFamily(hf_llama, "decoder", written=True, writer="config_to_qwen3"),  # + q/k-norm
+    "mixtral": HFFamily(hf_moe, "decoder", written=True, writer="config_to_mixtral"),  # top-k experts
+    "qwen2_moe": HFFamily(hf_moe, "decoder", written=True, writer="config_to_qwen2_moe"),  # + shared expert
     "gemma": HFFamily(hf_gemma, "decoder", written=False),  # + sqrt(d) embedding scale, (1 + w) norms
+    "gemma2": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma's, sandwich norms, soft-caps, windows
+    "gemma3_text": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma 2's, q/k-norm, local RoPE base
+    "olmo2": HFFamily(hf_olmo2, "decoder", written=False),  # Llama's, norms on outputs, q/k-norm over all
     "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
     "phi": HFFamily(hf_phi, "decoder", written=False),  # Phi-2: parallel block, one norm, partial rotary
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
@@ -86,7 +94,7 @@ def writers(family: str) -> list[str]:
     """The model_types export may write a model of our ``family`` as, in the order tried.
 
     >>> writers("decoder")
-    ['gpt2', 'llama', 'qwen3']
+    ['gpt2', 'llama', 'qwen3', 'mixtral', 'qwen2_moe']
     """
     return [name for name, row in FAMILIES.items() if row.written and row.holds == family]
 

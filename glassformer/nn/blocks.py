@@ -35,6 +35,7 @@ from glassformer.nn.ffn import FeedForward
 from glassformer.nn.hooks import HookPoint
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.masks import AttentionMask
+from glassformer.nn.moe import MoEFeedForward
 from glassformer.nn.norms import make_norm
 from glassformer.nn.positions import Rotation
 
@@ -51,7 +52,7 @@ class Block(nn.Module):
         self.cross_norm = make_norm(config) if cross else None
         self.cross_attn = Attention(config, layer, cross=True) if cross else None
         self.ffn_norm = None if config.shared_norm else make_norm(config)
-        self.ffn = FeedForward(config)
+        self.ffn = MoEFeedForward(config) if config.moe else FeedForward(config)
         self.dropout = nn.Dropout(config.resid_dropout)
         self.hook_resid_mid, self.hook_resid_post = HookPoint("resid_mid"), HookPoint("resid_post")
         if cross:

@@ -34,20 +34,30 @@ ACTIVATION_FNS = {
 }
 
 
-class FeedForward(nn.Module):
-    """Two-layer MLP, or three matrices when gated.  Shape: b t d -> b t d."""
+def unhooked(x: torch.Tensor) -> torch.Tensor:
+    """Stands in for a hook point where a module has none (an expert inside a mixture)."""
+    return x
 
-    def __init__(self, config: ModelConfig) -> None:
+
+class FeedForward(nn.Module):
+    """Two-layer MLP, or three matrices when gated.  Shape: b t d -> b t d.
+
+    ``d_ff`` overrides the config's hidden size (a mixture's experts); ``hooked=False``
+    leaves out the hook points (an expert sees only the tokens routed to it, so its
+    values are shown by the mixture's own hook points)."""
+
+    def __init__(self, config: ModelConfig, d_ff: int | None = None, hooked: bool = True) -> None:
         super().__init__()
-        d, f, bias = config.d_model, config.d_ff, config.ffn_bias
+        d, f, bias = config.d_model, d_ff or config.d_ff, config.ffn_bias
         self.gated = config.gated
         self.act_fn = ACTIVATION_FNS[config.activation]
         self.up_proj = nn.Linear(d, f, bias=bias)
         self.gate_proj = nn.Linear(d, f, bias=bias) if self.gated else None
         self.down_proj = nn.Linear(f, d, bias=bias)
         self.dropout = nn.Dropout(config.ffn_dropout)
-        self.hook_in, self.hook_hidden = HookPoint("in"), HookPoint("hidden")
-        self.hook_act, self.hook_out = HookPoint("act"), HookPoint("out")
+        point = HookPoint if hooked else lambda _: unhooked
+        self.hook_in, self.hook_hidden = point("in"), point("hidden")
+        self.hook_act, self.hook_out = point("act"), point("out")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.hook_in(x)  # b t d

@@ -77,8 +77,9 @@ def _local_points(module: nn.Module) -> Iterator[HookPoint]:
 _FORWARD_ORDER = {
     segment: rank
     for rank, segment in enumerate(
-        "encoder decoder embed tokens positions blocks attn resid_mid cross_attn resid_cross "
-        "ffn resid_post in q k v scores pattern z hidden act out final_norm pooled logits "
+        "encoder decoder embed patches tokens positions blocks attn resid_mid cross_attn resid_cross "
+        "ffn resid_post in q k v scores capped pattern z hidden act router_logits router_probs experts "
+        "expert_weights expert_out shared_out out post_norm final_norm pooled logits_raw logits "
         "classifier sentence vector".split()
     )
 }
