@@ -18,7 +18,9 @@ transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
 
 VOCAB = 96
-SMALL = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+SMALL = dict(
+    vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+)
 
 
 def _config(**fields) -> ModelConfig:
@@ -210,3 +212,89 @@ def test_dense_layers_among_sparse_ones_are_refused():
     hf = transformers.Qwen2MoeConfig(**SMALL, num_experts=4, mlp_only_layers=[1]).to_dict()
     with pytest.raises(ValueError, match="every layer must be a mixture"):
         convert_hf(hf, {})
+
+
+# -- training ----------------------------------------------------------------------------------
+
+
+def test_a_mixture_trains_with_its_router_losses_and_logs_each_expert_s_load(tmp_path):
+    import json
+
+    from glassformer.train import checkpoint
+    from glassformer.train.settings import apply_overrides, load_preset
+    from tests.test_trainer import TINY_CORPUS, make_trainer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TINY_CORPUS)
+    overrides = [f'data.corpus="{corpus}"', "model.n_layers=2", "model.d_model=32", "model.n_heads=2"]
+    overrides += ["model.expert_d_ff=32", "train.steps=30", "train.eval_interval=10", "train.eval_batches=2"]
+    overrides += ["train.tensorboard=false", "train.batch_size=4", "train.context=16", "train.lr=3e-3"]
+    overrides += ["train.warmup_steps=2", "train.sample_tokens=8"]
+    run = apply_overrides(load_preset("moe-shakespeare"), overrides)
+    trainer = make_trainer(run, tmp_path)
+    before = trainer.evaluate().loss
+    router = trainer.net.stack.blocks[0].ffn.router.weight.detach().clone()
+    last = trainer.fit()
+    assert last["val_loss"] < before - 0.5
+    assert not torch.equal(router, trainer.net.stack.blocks[0].ffn.router.weight)
+    rows = [json.loads(line) for line in (tmp_path / "run" / "progress.jsonl").read_text().splitlines()]
+    load = torch.tensor(rows[-1]["expert_load"])  # layers n
+    assert load.shape == (2, 8) and torch.allclose(load.sum(-1), torch.ones(2), atol=1e-3)
+    assert rows[-1]["router_aux"] >= 1.0 - 1e-3  # 1 only when perfectly balanced
+    net, _ = checkpoint.load_model(tmp_path / "run")
+    assert net.config.n_experts == 8 and net.config.experts_per_token == 2
+
+
+def test_the_film_records_each_layer_s_expert_load():
+    from glassformer.inspect.film import record_frame
+
+    torch.manual_seed(0)
+    net = build(_config(n_experts=6, experts_per_token=2))
+    frame = record_frame(net, torch.randint(0, VOCAB, (1, 10)))
+    chosen, load = torch.tensor(frame["experts"]["chosen"]), torch.tensor(frame["experts"]["load"])
+    assert chosen.shape == (2, 10, 2) and load.shape == (2, 6)
+    assert torch.allclose(load.sum(-1), torch.ones(2), atol=1e-3)
+    assert torch.allclose(load[0], torch.bincount(chosen[0].flatten(), minlength=6) / 20, atol=1e-4)
+
+
+# -- what a mixture costs ------------------------------------------------------------------------
+
+COUNTED = {
+    "mixtral-like": _config(n_experts=8, experts_per_token=2, expert_d_ff=48, ffn_bias=False),
+    "qwen2-moe-like": _config(
+        n_experts=6, expert_d_ff=24, shared_expert_d_ff=40, normalize_expert_weights=False
+    ),
+    "top-1 plain": _config(n_experts=4, experts_per_token=1, activation="gelu"),
+}
+
+
+@pytest.mark.parametrize("name", list(COUNTED))
+def test_parameters_and_flops_count_the_active_experts(name):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from glassformer.inspect.costs import flops_per_token
+    from glassformer.models.size import active_parameters, parameter_counts
+
+    config = COUNTED[name]
+    net = build(config).eval()
+    assert sum(parameter_counts(config).values()) == sum(p.numel() for p in net.parameters())
+    expert = sum(p.numel() for p in net.stack.blocks[0].ffn.experts[0].parameters())
+    idle = config.n_layers * (config.n_experts - config.experts_per_token) * expert
+    assert active_parameters(config) == sum(p.numel() for p in net.parameters()) - idle
+    b, t = 2, 24
+    counter = FlopCounterMode(display=False)
+    with net.attention_impl("explicit"), counter, torch.no_grad():
+        net(torch.randint(0, VOCAB, (b, t)))
+    assert flops_per_token(config, t).forward == pytest.approx(counter.get_total_flops() / (b * t), rel=0.02)
+
+
+@pytest.mark.parametrize("name", list(COUNTED))
+def test_activation_bytes_match_the_saved_tensors(name):
+    from glassformer.inspect.costs import activation_bytes
+    from tests.test_count import ACTIVATION_TOLERANCE, saved_bytes
+
+    config, b, t = COUNTED[name].replace(max_seq_len=64), 2, 32
+    torch.manual_seed(0)
+    net = build(config).train()
+    measured = saved_bytes(net, torch.randint(0, config.vocab_size, (b, t)))
+    assert activation_bytes(config, t, b) == pytest.approx(measured, rel=ACTIVATION_TOLERANCE)

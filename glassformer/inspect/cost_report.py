@@ -24,6 +24,7 @@ from glassformer.config import ModelConfig
 from glassformer.inspect.costs import (
     FlopsPerToken,
     activation_bytes,
+    active_parameters,
     as_dtype,
     bytes_per_number,
     cross_kv_bytes,
@@ -61,6 +62,11 @@ class Costs:
         return self.total_parameters - embedding_parameters(self.config)
 
     @property
+    def active_parameters(self) -> int:
+        """What one token passes through: a mixture's k of n experts (all, without one)."""
+        return active_parameters(self.config)
+
+    @property
     def weight_bytes(self) -> int:
         return self.total_parameters * bytes_per_number(self.dtype)
 
@@ -74,6 +80,7 @@ class Costs:
             "parameters": dict(self.parameters),
             "total_parameters": self.total_parameters,
             "non_embedding_parameters": self.non_embedding_parameters,
+            "active_parameters": self.active_parameters,
             "real_parameters": self.real_parameters,
             "flops_per_token": {
                 "weights": self.flops.weights,
@@ -162,9 +169,17 @@ def _title(report: Costs) -> str:
     layers = "+".join(str(depth) for depth in c.stack_depths)
     return (
         f"{c.family}: d_model {c.d_model}, {layers} layers, {c.n_heads} heads ({c.n_kv_heads} kv), "
-        f"d_head {c.d_head}, d_ff {c.d_ff}{' (gated)' if c.gated else ''}, vocab {c.vocab_size:,}, "
+        f"d_head {c.d_head}, {_ffn_words(c)}{' (gated)' if c.gated else ''}, vocab {c.vocab_size:,}, "
         f"{c.positions} positions; seq_len {report.seq_len:,}, batch {report.batch}, {report.dtype}"
     )
+
+
+def _ffn_words(c: ModelConfig) -> str:
+    """ "d_ff 512", or a mixture's "8 experts (2 per token) of d_ff 256" (+ its shared expert)."""
+    if not c.moe:
+        return f"d_ff {c.d_ff}"
+    shared = f" + a shared expert of d_ff {c.shared_expert_d_ff}" if c.shared_expert_d_ff else ""
+    return f"{c.n_experts} experts ({c.experts_per_token} per token) of d_ff {c.expert_d_ff}{shared}"
 
 
 def _parameter_rows(report: Costs) -> list[str]:
@@ -178,6 +193,13 @@ def _parameter_rows(report: Costs) -> list[str]:
         rows.append(_row(label, f"{count:,}", f"{100 * count / total:5.1f}%"))
     rows.append(_row("total", f"{total:,}"))
     rows.append(_row("non-embedding (without lookup tables)", f"{report.non_embedding_parameters:,}"))
+    c = report.config
+    if c.moe:
+        active = report.active_parameters
+        rows.append(
+            _row(f"active per token ({c.experts_per_token} of {c.n_experts} experts)", f"{active:,}")
+            + f"  {100 * active / total:5.1f}%"
+        )
     if report.real_parameters is not None:
         same = "equal" if report.real_parameters == total else "DIFFERENT"
         rows.append(_row("the loaded model's own count", f"{report.real_parameters:,}", same))

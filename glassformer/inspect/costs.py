@@ -22,7 +22,11 @@ from dataclasses import dataclass
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.models.size import embedding_parameters, parameter_counts  # re-exported: count's figures
+from glassformer.models.size import (  # re-exported: count's figures
+    active_parameters,
+    embedding_parameters,
+    parameter_counts,
+)
 
 DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 INDEX_BYTES = 8  # token and position ids are int64
@@ -31,6 +35,7 @@ STATS_BYTES = 4  # softmax log-sum-exp rows are float32
 __all__ = [
     "FlopsPerToken",
     "activation_bytes",
+    "active_parameters",
     "as_dtype",
     "bytes_per_number",
     "cross_kv_bytes",
@@ -81,6 +86,10 @@ def _matmul_weights(config: ModelConfig, cross: bool) -> int:
     d, h, g, e, f = config.d_model, config.n_heads, config.n_kv_heads, config.d_head, config.d_ff
     attention = d * (h + 2 * g) * e + h * e * d
     ffn = (3 if config.gated else 2) * d * f
+    if config.moe:  # the router, the k experts a token uses, the shared expert and its gate
+        per_expert = (3 if config.gated else 2) * d
+        ffn = d * config.n_experts + per_expert * config.experts_per_token * config.expert_d_ff
+        ffn += (per_expert * config.shared_expert_d_ff + d) if config.shared_expert_d_ff else 0
     return attention + ffn + (2 * d * h * e if cross else 0)
 
 
@@ -96,7 +105,9 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
     Embedding lookups, biases, norms, softmax and activations are not matrix products and
     are left out (a few percent at most). The head is the vocabulary projection 2 d v
     (an encoder's MLM head adds its d x d transform; a sentence encoder has none);
-    a classifier or pooler acts once per sequence and is left out.
+    a classifier or pooler acts once per sequence and is left out. A vision transformer adds its
+    patch projection W_patch, 2 C P^2 d per token (every token counted as a patch; its one [CLS]
+    per image is a lookup, so this overcounts by 1/(n+1) of that term).
 
     An encoder-decoder reads seq_len source tokens per seq_len target tokens: per token,
     both stacks, the cross-attention's W_Q, W_O (target) and W_K, W_V (source), and a
@@ -111,6 +122,8 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
     elif config.mlm_head:
         head = d * d + d * v
     matmul = config.n_layers * _matmul_weights(config, cross=False) + head
+    if config.vision:  # a ViT's W_patch: (C P P) x d for each patch (see above)
+        matmul += config.n_channels * config.patch_size**2 * d
     attention_layers = config.n_layers
     for stack in config.stacks[1:]:  # an encoder-decoder's decoder: self- and cross-attention
         matmul += stack.layers * (_matmul_weights(config, cross=True) + d * 2 * g * e)
@@ -160,12 +173,26 @@ def _norm_kept(config: ModelConfig) -> int:
     return d + 2 if config.norm == "layernorm" else 2 * d + 1
 
 
-def _ffn_kept(config: ModelConfig) -> int:
+def _ffn_kept(config: ModelConfig, f: int | None = None) -> int:
     """Plain: x W_up and act(x W_up), 2f (ReLU keeps only its output, f); gated: x W_gate, its
     activation, x W_up and their product, 4f."""
+    f = f or config.d_ff
     if config.gated:
-        return 4 * config.d_ff
-    return config.d_ff if config.activation == "relu" else 2 * config.d_ff
+        return 4 * f
+    return f if config.activation == "relu" else 2 * f
+
+
+def _moe_kept(config: ModelConfig) -> tuple[int, int, int]:
+    """(numbers in the dtype, float32 numbers, int64 ids) per token a mixture keeps: each of its
+    k slots the expert's input (d), its FFN's and its output (d), with the slot's index
+    twice (gathered, put back); the router's probabilities (n, float32), the top-k's indices
+    (k), the weights' sum and the weights twice (2k + 1). A shared expert adds its FFN's, its
+    gate's sigmoid and their product's input (d + 2)."""
+    k, d = config.experts_per_token, config.d_model
+    numbers = k * (2 * d + _ffn_kept(config, config.expert_d_ff)) + 2 * k + 1
+    if config.shared_expert_d_ff:
+        numbers += _ffn_kept(config, config.shared_expert_d_ff) + d + 2
+    return numbers, config.n_experts, 3 * k
 
 
 def _attention_kept(
@@ -188,12 +215,27 @@ def _attention_kept(
     qkv = (h + 2 * g) * e
     if config.positions == "rope" and not cross:
         qkv += (h + g) * e
+    if config.qk_norm and not cross:
+        qkv += _qk_norm_kept(config)
+    if config.attn_softcap is not None:  # always the explicit path (2 h s) and tanh's output (h s)
+        qkv += 3 * h * s
     mask = 0
     if config.positions == "alibi" and not cross:
         mask = h * s
     elif causal and config.attn_window is not None and not cross:
         mask = s // batch  # a t x s float mask per layer, not per sequence
     return qkv + h * e + mask, h
+
+
+def _qk_norm_kept(config: ModelConfig) -> int:
+    """Numbers per token q/k-norm keeps: what RoPE reads ((h+g)e per head; over the whole
+    projections the re-joined (h+2g)e) and, for each normed row, RMSNorm's normalized x and
+    1/rms, LayerNorm's mean and 1/std (rows: h + g per head, 2 over the whole projections)."""
+    h, g, e = config.n_heads, config.n_kv_heads, config.d_head
+    every = config.qk_norm_scope == "all"
+    rows, joined = (2, (h + 2 * g) * e) if every else (h + g, (h + g) * e)
+    per_row = (h + g) * e // rows + 1 if config.norm == "rmsnorm" else 2
+    return joined + rows * per_row
 
 
 def _stack_kept(config: ModelConfig, seq_len: int, batch: int, layers: int, causal: bool, cross: bool):
@@ -205,15 +247,19 @@ def _stack_kept(config: ModelConfig, seq_len: int, batch: int, layers: int, caus
         numbers += 2 * config.d_head  # cos and sin of every position
     if config.positions == "t5_relative":
         ids += s  # the bucket of every (query, key) pair
-    sublayer = _norm_kept(config) + d  # the norm's input and statistics, the sublayer's input
+    # the norm's input and statistics, the sublayer's input; a sandwich's second norm, on its output
+    sublayer = (2 if config.norm_placement == "sandwich" else 1) * _norm_kept(config) + d
     attention, float32 = _attention_kept(config, seq_len, batch, causal, cross=False)
-    block = 2 * sublayer + attention + _ffn_kept(config)
+    ffn, ffn_float32, ffn_ids = _moe_kept(config) if config.moe else (_ffn_kept(config), 0, 0)
+    block = 2 * sublayer + attention + ffn
+    float32 += ffn_float32
+    ids += layers * ffn_ids
     if cross:
         cross_numbers, cross_float32 = _attention_kept(config, seq_len, batch, causal, cross=True)
         block += sublayer + cross_numbers
         float32 += cross_float32
     numbers += layers * block
-    if config.norm_placement == "pre":
+    if config.norm_placement != "post":  # the final norm
         numbers += _norm_kept(config)
     return numbers, layers * float32, ids
 
@@ -224,16 +270,18 @@ def activation_bytes(
     """Bytes of the tensors a training step's forward pass keeps for backward (fused attention,
     no dropout), for ``batch`` sequences of ``seq_len`` tokens. Per token and layer::
 
-        2 x (norm: d + 2 | RMSNorm 2d + 1, sublayer input d)      two sublayers, pre or post-norm
+        2 x (norm: d + 2 | RMSNorm 2d + 1, sublayer input d)      two sublayers (sandwich: two norms each)
         + (h+2g)e [+ (h+g)e RoPE] + he + h                         attention (`_attention_kept`)
         + 2f | 4f gated | f ReLU                                   FFN
 
-    plus per stack the ids (8 bytes each), RoPE's cos and sin (2e), the final norm (pre-norm),
+    plus per stack the ids (8 bytes each), RoPE's cos and sin (2e), the final norm (all but post-norm),
     the stack's output where a matrix reads it (d), and the loss's log-softmax (v). Weights,
     gradients and optimizer state are not activations. Every number is counted at ``dtype``
     (mixed precision keeps some float32 copies: RMSNorm's input, softmax statistics). Dropout
     with p > 0 adds a mask per dropout; the explicit attention path (hooks reading scores or
-    pattern) adds 2 h s per layer. Checked within 2% of `saved_tensors_hooks` on small models.
+    pattern) adds 2 h s per layer, a soft-capped one (always explicit) 3 h s, and a soft-cap on the
+    logits v per token; q/k-norm adds its output and its statistics (`_qk_norm_kept`). Checked
+    within 2% of `saved_tensors_hooks` on small models.
     """
     if seq_len < 1 or batch < 1:
         raise ValueError(f"seq_len={seq_len} and batch={batch} must be positive integers")
@@ -251,6 +299,8 @@ def activation_bytes(
         head = transform + _norm_kept(config) + v  # dense in and out, activation, norm, logits
     else:
         head = 0
+    if head and config.logit_softcap is not None:
+        head += v  # tanh's output, for the soft-cap
     numbers = sum(n for n, _, _ in stacks) + head
     float32 = sum(f for _, f, _ in stacks)
     ids = sum(i for _, _, i in stacks)

@@ -12,7 +12,8 @@ frame to ``film.jsonl`` in the run directory::
      "induction": [[...H] x L] | null,                      on repeated random tokens (decoders)
      "lens": {"layers": [...], "top": [[token x t] x layers], "p": [[...] x layers]} | null,
      "classes": {"names": [...], "p": [...]} | null,        a classifier's label probabilities
-     "projection": [[x, y] x t]}                            the last stream, PCA to 2-D
+     "projection": [[x, y] x t],                            the last stream, PCA to 2-D
+     "experts": {"chosen": [L t k], "load": [L n]} | null}  a mixture's routing of the probe
 
 A scrubber over the frames shows attention patterns sharpen and head roles appear: on the
 `induction` preset, one head's induction score jumps from ~1/t to near 1 (around step 60)
@@ -75,6 +76,8 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
         names = [f"{prefix}blocks.*.attn.pattern", f"{prefix}blocks.*.resid_post"]
         if net.config.n_classes:
             names.append("classifier.logits")
+        if net.config.moe:
+            names.append(f"{prefix}blocks.*.ffn.experts")
         decoder = lm.inputs.decoder_ids(None)  # an encoder-decoder's start token; else None
         trace = capture(net, names, lambda: lm.inputs.forward(ids, decoder), input_ids=ids)
         patterns = torch.stack([trace[n][0] for n in trace if n.endswith("attn.pattern")]).float()  # L H t t
@@ -88,6 +91,7 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
             "lens": _lens(lm, ids, labels),
             "classes": _classes(net.config, trace["classifier.logits"][0]) if net.config.n_classes else None,
             "projection": _rounded(_pca_2d(trace[last][0].float())),
+            "experts": _experts(trace, net.config.n_experts) if net.config.moe else None,
         }
     return frame
 
@@ -116,6 +120,14 @@ def _lens(lm, ids: torch.Tensor, labels) -> dict[str, Any] | None:
     lens = logit_lens(lm, ids, k=1, decoder_input=decoder)
     top = [[labels(int(i)) for i in layer[:, 0]] for layer in lens.top_ids]  # layers t
     return {"layers": lens.layers, "top": top, "p": _rounded(lens.top_probs[..., 0])}
+
+
+def _experts(trace, n_experts: int) -> dict[str, Any]:
+    """A mixture's routing of the probe: the experts each token chose in each layer
+    (L t k) and each expert's load, its share of the t k routed slots (L n)."""
+    chosen = torch.stack([trace[n][0] for n in trace if n.endswith("ffn.experts")])  # L t k
+    counts = torch.nn.functional.one_hot(chosen, n_experts).sum((1, 2)).float()  # L n
+    return {"chosen": chosen.tolist(), "load": _rounded(counts / counts.sum(-1, keepdim=True))}
 
 
 def _classes(config, logits: torch.Tensor) -> dict[str, Any]:

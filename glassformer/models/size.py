@@ -55,19 +55,50 @@ def _attention(config: ModelConfig, prefix: str, layers: int) -> dict[str, int]:
         f"{prefix} v": layers * _linear(d, g * e, bias),
         f"{prefix} out": layers * _linear(h * e, d, config.out_bias),
     }
-    if config.qk_norm:  # one norm over d_head for the queries, one for the keys (Qwen3)
+    if config.qk_norm and config.qk_norm_scope == "all":  # over the whole projections: h e, g e (OLMo 2)
+        counts[f"{prefix} q/k norms"] = layers * (_norm(config, h * e) + _norm(config, g * e))
+    elif config.qk_norm:  # one norm over d_head for the queries, one for the keys (Qwen3)
         counts[f"{prefix} q/k norms"] = layers * 2 * _norm(config, e)
     return counts
 
 
 def _ffn(config: ModelConfig, layers: int) -> dict[str, int]:
-    """W_up and W_down (d x f each); gated activations (SwiGLU, GeGLU) add W_gate."""
-    d, f, bias = config.d_model, config.d_ff, config.ffn_bias
-    counts = {"ffn up": layers * _linear(d, f, bias)}
-    if config.gated:
-        counts["ffn gate"] = layers * _linear(d, f, bias)
-    counts["ffn down"] = layers * _linear(f, d, bias)
+    """W_up and W_down (d x f each); gated activations (SwiGLU, GeGLU) add W_gate. A mixture of
+    experts: the router W_r (d x n), n experts of their own f, the shared expert and its gate."""
+    if not config.moe:
+        return {f"ffn {name}": layers * n for name, n in _ffn_matrices(config, config.d_ff).items()}
+    n, d = config.n_experts, config.d_model
+    counts = {"router": layers * d * n}
+    counts |= {f"experts {k}": layers * n * v for k, v in _ffn_matrices(config, config.expert_d_ff).items()}
+    if config.shared_expert_d_ff:
+        shared = _ffn_matrices(config, config.shared_expert_d_ff)
+        counts["shared expert"] = layers * (sum(shared.values()) + d)  # + its gate w_s (d)
     return counts
+
+
+def _ffn_matrices(config: ModelConfig, f: int) -> dict[str, int]:
+    """One FFN of hidden size f: up, gate (when gated) and down, with their biases."""
+    d, bias = config.d_model, config.ffn_bias
+    counts = {"up": _linear(d, f, bias)}
+    if config.gated:
+        counts["gate"] = _linear(d, f, bias)
+    counts["down"] = _linear(f, d, bias)
+    return counts
+
+
+def active_parameters(config: ModelConfig) -> int:
+    """Parameters one token passes through: all of them, less the experts it does not use
+    ((n - k) experts per layer of a mixture).
+
+    >>> moe = ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4, n_experts=8, expert_d_ff=64)
+    >>> sum(parameter_counts(moe).values()), active_parameters(moe)
+    (87744, 37440)
+    """
+    total = sum(parameter_counts(config).values())
+    if not config.moe:
+        return total
+    idle = config.n_experts - config.experts_per_token
+    return total - sum(config.stack_depths) * idle * sum(_ffn_matrices(config, config.expert_d_ff).values())
 
 
 def _head(config: ModelConfig) -> dict[str, int]:
@@ -92,7 +123,9 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
 
     The token table is counted once: a tied LM or MLM head (``tie_embeddings``) reuses it, so
     its entry holds only its biases. Sinusoidal, RoPE and ALiBi positions have no parameters;
-    learned positions are max_seq_len x d, a T5 relative bias buckets x h per stack.
+    learned positions are max_seq_len x d, a T5 relative bias buckets x h per stack. A vision
+    transformer has no token table: its patch embedding is W_patch, (C P P) x d, and its bias
+    (d), and the [CLS] vector (d) (`glassformer.nn.patches`).
 
     >>> counts = parameter_counts(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
     >>> counts["token embedding"], counts["lm head"], sum(counts.values())
@@ -100,7 +133,11 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
     """
     d, depths = config.d_model, config.stack_depths
     layers, stacks = sum(depths), len(depths)
-    counts = {"token embedding": config.vocab_size * d}
+    if config.vision:  # W_patch and its bias, [CLS]; the learned positions follow
+        patch = config.n_channels * config.patch_size**2
+        counts = {"patch embedding": _linear(patch, d, True), "cls token": d}
+    else:
+        counts = {"token embedding": config.vocab_size * d}
     if config.positions == "learned":
         counts["position embedding"] = stacks * config.max_seq_len * d
     if config.positions == "t5_relative":
@@ -115,18 +152,21 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
         counts.update(_attention(config, "cross-attention", cross_layers))
     counts.update(_ffn(config, layers))
     per_block = 1 if config.shared_norm else 2  # a parallel block may share one norm (Phi-2)
-    counts["block norms"] = (per_block * layers + cross_layers) * _norm(config)
-    if config.norm_placement == "pre":
+    per_sublayer = 2 if config.norm_placement == "sandwich" else 1  # sandwich: on its input and output
+    counts["block norms"] = per_sublayer * (per_block * layers + cross_layers) * _norm(config)
+    if config.norm_placement != "post":  # post-norm blocks end in their own norm
         counts["final norm"] = stacks * _norm(config)
     counts.update(_head(config))
     return counts
 
 
 def embedding_parameters(config: ModelConfig) -> int:
-    """Parameters of the lookup tables (tokens, learned positions, segments): what Kaplan et
-    al.'s "non-embedding" count leaves out."""
+    """Parameters of the lookup tables (tokens, learned positions, segments; a ViT's [CLS]): what
+    Kaplan et al.'s "non-embedding" count leaves out. A ViT's W_patch is a matrix every patch is
+    multiplied by, not a lookup: it counts as non-embedding."""
     counts = parameter_counts(config)
-    return sum(counts.get(k, 0) for k in ("token embedding", "position embedding", "segment embedding"))
+    tables = ("token embedding", "cls token", "position embedding", "segment embedding")
+    return sum(counts.get(k, 0) for k in tables)
 
 
 # the check --------------------------------------------------------------------------------

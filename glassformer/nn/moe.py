@@ -92,14 +92,19 @@ class MoEFeedForward(nn.Module):
 
     def _run_experts(self, x: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
         """Each expert on the tokens routed to it: b t d, b t k -> b t k d (slot j of a token
-        holds the output of its j-th chosen expert)."""
+        holds the output of its j-th chosen expert). The (token, slot) pairs are sorted by
+        expert so that each expert reads one contiguous block of rows."""
         d = x.shape[-1]
-        flat_x, flat_chosen = x.reshape(-1, d), chosen.reshape(-1)  # (b t) d, (b t k)
-        out = x.new_zeros(flat_chosen.shape[0], d)  # (b t k) d
-        for expert_id in flat_chosen.unique().tolist():  # only the experts some token chose
-            slots = (flat_chosen == expert_id).nonzero().squeeze(-1)  # its (token, slot) pairs
-            out[slots] = self.experts[expert_id](flat_x[slots // self.k])
-        return out.view(*chosen.shape, d)
+        flat_chosen = chosen.reshape(-1)  # (b t k)
+        order = flat_chosen.argsort(stable=True)  # slots grouped by expert
+        counts = torch.bincount(flat_chosen, minlength=len(self.experts)).tolist()
+        grouped = x.reshape(-1, d)[order // self.k]  # (b t k) d: each slot's token, by expert
+        outputs = [
+            self.experts[expert_id](rows)
+            for expert_id, rows in enumerate(grouped.split(counts))
+            if counts[expert_id]  # an expert no token chose does no work
+        ]
+        return torch.cat(outputs)[order.argsort()].view(*chosen.shape, d)  # back in slot order
 
 
 def router_scores(logits: torch.Tensor, kind: str) -> torch.Tensor:

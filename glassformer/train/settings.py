@@ -33,9 +33,12 @@ class DataConfig:
 
     ``corpus``: "shakespeare", a path to .txt files, or a synthetic task name (copy,
     reverse, sort, addition, induction) with ``objective="task"`` / ``"seq2seq"``, or
-    "shakespeare-genre" with ``objective="classify"`` (`glassformer.train.genres`).
+    "shakespeare-genre" with ``objective="classify"`` (`glassformer.train.genres`), or
+    "digits" with ``objective="classify"``: images, for a vision transformer
+    (`glassformer.train.images`).
     ``tokenizer``: "char", "bpe" (trained on the corpus to ``bpe_vocab_size``), a named
-    tokenizer ("minilm") or a path; "pretrained": the own tokenizer of ``train.init_from``.
+    tokenizer ("minilm") or a path; "pretrained": the own tokenizer of ``train.init_from``;
+    "none" for images (an image run reads pixels: its tokenizer is not read).
     """
 
     corpus: str = "shakespeare"
@@ -68,6 +71,9 @@ class TrainConfig:
     momentum: float = 0.9
     grad_clip: float = 1.0
     label_smoothing: float = 0.0
+    # a mixture of experts' router losses, added to the cross-entropy (glassformer.nn.moe)
+    router_aux_loss_coef: float = 0.01  # Switch Transformer's load balancing
+    router_z_loss_coef: float = 0.001  # ST-MoE's z-loss
     dtype: str = "float32"
     seed: int = 1337
     eval_interval: int = 250
@@ -100,6 +106,9 @@ class TrainConfig:
                 raise ValueError(f"train.{name}={value!r} must be a positive integer")
         if self.lr <= 0:
             raise ValueError(f"train.lr={self.lr} must be positive")
+        for name in ("router_aux_loss_coef", "router_z_loss_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"train.{name}={getattr(self, name)} must be >= 0")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"train.label_smoothing={self.label_smoothing} must lie in [0, 1)")
 

@@ -4,6 +4,7 @@ One optimization step::
 
     for each of grad_accum micro-batches:
         loss = CE(model(batch), labels) / grad_accum        (bf16 autocast if asked)
+               (+ a mixture of experts' router losses: aux_coef * aux + z_coef * z)
         loss.backward()
     clip the global gradient norm to grad_clip
     optimizer.step(); scheduler.step(); zero the gradients
@@ -32,7 +33,9 @@ from glassformer import fast
 from glassformer.formats.run_directory import PROGRESS
 from glassformer.inputs import ModelInputs
 from glassformer.models import TransformerModel
+from glassformer.nn.moe import RouterLosses, collected_router_logits, router_losses
 from glassformer.train import checkpoint, metrics
+from glassformer.train.data import model_input, tokens_in
 from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
 from glassformer.train.schedules import make_scheduler
@@ -96,21 +99,41 @@ class Trainer:
             d_model=net.config.d_model,
         )
         self.step = 0
+        self.router_stats: RouterLosses | None = None  # a mixture's last router losses and loads
+        self.router_term = 0.0  # what they added to the last training loss
         self.metrics_log = metrics.MetricsLog(self.run_dir / "metrics.jsonl")
         self.progress_log = metrics.MetricsLog(self.run_dir / PROGRESS, fsync=False)  # every step
         self.writer = None
 
     # one step -----------------------------------------------------------------------
-    def loss(self, batch: Batch, label_smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(
+        self, batch: Batch, label_smoothing: float = 0.0, router: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean cross-entropy over scored positions, logits b t v) for one batch; for a
-        classifier (``config.n_classes``) the logits are b c and ``labels`` b, one per row."""
-        logits = ModelInputs(self.net).forward(
-            batch["input_ids"],
+        classifier (``config.n_classes``) the logits are b c and ``labels`` b, one per row.
+        With ``router``, a mixture of experts adds its router losses (`router_loss`)."""
+        forward = lambda: ModelInputs(self.net).forward(  # noqa: E731
+            model_input(batch),  # ids, or an image batch's pixels
             batch.get("decoder_input_ids"),
             batch.get("attention_mask"),
             batch.get("decoder_attention_mask"),
         )  # b t v, or b c
-        return metrics.cross_entropy(logits, batch["labels"], label_smoothing), logits
+        if not (router and self.net.config.moe):
+            logits = forward()
+            return metrics.cross_entropy(logits, batch["labels"], label_smoothing), logits
+        with collected_router_logits(self.net.hook_points) as router_logits:
+            logits = forward()
+        loss = metrics.cross_entropy(logits, batch["labels"], label_smoothing)
+        return loss + self.router_loss(router_logits, batch.get("attention_mask")), logits
+
+    def router_loss(self, router_logits: list[torch.Tensor], mask: torch.Tensor | None) -> torch.Tensor:
+        """aux_coef * load-balancing loss + z_coef * z-loss over the MoE layers; each expert's
+        load is kept for the progress line."""
+        config, s = self.net.config, self.settings
+        losses = router_losses(router_logits, config.experts_per_token, config.router, mask)
+        term = s.router_aux_loss_coef * losses.aux + s.router_z_loss_coef * losses.z
+        self.router_stats, self.router_term = losses, term.item()
+        return term
 
     def _autocast(self):
         if self.settings.dtype == "bfloat16":
@@ -125,10 +148,10 @@ class Trainer:
         for _ in range(s.grad_accum):
             batch = next(self.train_batches)
             with self._autocast():
-                loss, _ = self.loss(batch, s.label_smoothing)
+                loss, _ = self.loss(batch, s.label_smoothing, router=True)
             (loss / s.grad_accum).backward()
-            total += loss.item() / s.grad_accum
-            tokens += batch["input_ids"].numel()
+            total += (loss.item() - self.router_term) / s.grad_accum  # the cross-entropy alone
+            tokens += tokens_in(batch, self.net.config.n_patches)
         norm = torch.nn.utils.clip_grad_norm_(
             self.net.parameters(), s.grad_clip if s.grad_clip > 0 else math.inf
         )
@@ -247,6 +270,10 @@ class Trainer:
         """One line of ``progress.jsonl``: what the live charts of the workshop's lab read."""
         line = {"step": self.step, "loss": round(loss, 5), "grad_norm": round(norm, 5)}
         line |= {"lr": self.scheduler.get_last_lr()[0], "tokens_per_s": round(tokens_per_s, 1)}
+        if self.router_stats is not None:  # a mixture of experts: its router and each layer's load
+            stats = self.router_stats
+            line |= {"router_aux": round(stats.aux.item(), 5), "router_z": round(stats.z.item(), 5)}
+            line["expert_load"] = [[round(x, 4) for x in layer] for layer in stats.load.tolist()]
         self.progress_log.append(line | {"steps": self.settings.steps, "time": round(time.time(), 3)})
 
     # checkpoints --------------------------------------------------------------------
@@ -307,8 +334,12 @@ class Trainer:
             self.writer.add_histogram(f"params/{name}", param.detach().float(), self.step)
 
     def _embedding_projector(self) -> None:
-        """Token embeddings with their tokens as labels, for TensorBoard's projector."""
-        table = next(m.weight for m in self.net.modules() if isinstance(m, torch.nn.Embedding))
+        """Token embeddings with their tokens as labels, for TensorBoard's projector (none for a
+        vision model: its tokens are patches, it has no table)."""
+        tables = [m.weight for m in self.net.modules() if isinstance(m, torch.nn.Embedding)]
+        if not tables:
+            return
+        table = tables[0]
         n = min(table.shape[0], 5000)
         labels = [_label(self.tokenizer, i) for i in range(n)]
         self.writer.add_embedding(
