@@ -35,6 +35,7 @@ FAMILIES = [
         family="encoder_decoder", vocab_size=64, d_model=16, n_layers=2, n_heads=2, positions="t5_relative"
     ),
     llama_style(vocab_size=64, d_model=16, n_layers=2, n_heads=2, n_kv_heads=1),
+    llama_style(vocab_size=64, d_model=16, n_layers=2, n_heads=2, n_experts=4),  # a mixture of experts
 ]
 STAGE_IDS = {stage["id"] for config in FAMILIES for stage in stages(gf.build(config))}
 

@@ -77,8 +77,9 @@ def test_mixture_hook_points_show_the_routing():
     chosen, weights = trace["blocks.1.ffn.experts"], trace["blocks.1.ffn.expert_weights"]
     assert chosen.shape == weights.shape == (1, 6, k) and chosen.dtype == torch.long
     assert torch.allclose(weights.sum(-1), torch.ones(1, 6))  # renormalized top-k
-    expert_out = trace["blocks.1.ffn.expert_out"]  # 1 t k d
-    mixed = (weights[..., None] * expert_out).sum(-2) + trace["blocks.1.ffn.shared_out"]
+    expert_out = trace["blocks.1.ffn.expert_out"]  # 1 k t d
+    assert expert_out.shape == (1, k, 6, 32)
+    mixed = (weights.transpose(1, 2)[..., None] * expert_out).sum(1) + trace["blocks.1.ffn.shared_out"]
     assert torch.allclose(mixed, trace["blocks.1.ffn.out"], atol=1e-6)
 
 
@@ -298,3 +299,20 @@ def test_activation_bytes_match_the_saved_tensors(name):
     net = build(config).train()
     measured = saved_bytes(net, torch.randint(0, config.vocab_size, (b, t)))
     assert activation_bytes(config, t, b) == pytest.approx(measured, rel=ACTIVATION_TOLERANCE)
+
+
+def test_the_facade_gives_logits_and_router_losses_apart(models):
+    hf, lm = models["mixtral"]
+    ids = torch.randint(3, VOCAB - 1, (2, 9))
+    with torch.no_grad():
+        theirs = hf(input_ids=ids, output_router_logits=True)
+    assert torch.allclose(lm.logits(ids), theirs.logits, atol=1e-4)
+    from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+
+    losses = lm.router_losses(ids)
+    k, n = hf.config.num_experts_per_tok, hf.config.num_local_experts
+    per_layer = [load_balancing_loss_func((layer,), n, top_k=k) for layer in theirs.router_logits]
+    assert torch.allclose(losses.aux * k, torch.stack(per_layer).mean(), atol=1e-5)  # HF's, layer by layer
+    assert losses.load.shape == (2, n)
+    with pytest.raises(ValueError, match="needs a mixture of experts"):
+        gf.LanguageModel(build(_config(n_experts=0))).router_losses(ids)

@@ -8,7 +8,7 @@ run, and their outputs are mixed by the router's weights::
     p    = softmax(r)   (or sigmoid(r))      b t n   router scores
     E, w = top_k(p)                          b t k   the chosen experts and their scores
     w    = w / sum(w)                        b t k   when normalize_expert_weights (Mixtral)
-    y_j  = FFN_{E_j}(x)                      b t k d each chosen expert's output
+    y_j  = FFN_{E_j}(x)                      b k t d each chosen expert's output
     MoE(x) = sum_j w_j y_j  [+ sigmoid(x w_s) FFN_shared(x)]   (a gated shared expert: Qwen2-MoE)
 
 Each expert is an ordinary FFN (`FeedForward`), so a token pays for k experts (plus the
@@ -30,7 +30,7 @@ the overflow a capacity would have dropped can be seen.
 
 Trace names (prefix ``blocks.{i}.ffn``): ``in`` b t d, ``router_logits`` b t n,
 ``router_probs`` b t n, ``experts`` b t k (expert ids), ``expert_weights`` b t k,
-``expert_out`` b t k d (each chosen expert's output at its token, before weighting),
+``expert_out`` b k t d (slot j: each token's j-th chosen expert's output, before weighting),
 ``shared_out`` b t d (the gated shared expert's contribution, when there is one),
 ``out`` b t d.
 """
@@ -83,8 +83,9 @@ class MoEFeedForward(nn.Module):
             weights = weights / weights.sum(-1, keepdim=True)
         chosen = self.hook_experts(chosen)
         weights = self.hook_expert_weights(weights.to(x.dtype))
-        expert_out = self.hook_expert_out(self._run_experts(x, chosen))  # b t k d
-        out = (weights[..., None] * expert_out).sum(-2)  # b t d
+        # b k t d: slot j of every token, its j-th chosen expert's output (laid out like heads)
+        expert_out = self.hook_expert_out(self._run_experts(x, chosen).transpose(1, 2))
+        out = (weights.transpose(1, 2)[..., None] * expert_out).sum(1)  # b t d: sum_j w_j y_j
         if self.shared_expert is not None:
             gate = torch.sigmoid(self.shared_expert_gate(x))  # b t 1
             out = out + self.hook_shared_out(gate * self.shared_expert(x))

@@ -1,8 +1,8 @@
 // Checkpoints as a film: a scrubber over the frames a run recorded at each evaluation
 // (glassformer/inspect/film.py). For the chosen frame: every head's attention on the probe,
 // the head-role scores (previous token, induction), the logit lens's top guess per layer at
-// the last position (a classifier: its label probabilities), and the last stream's 2-D
-// projection, one dot per probe token.
+// the last position (a classifier: its label probabilities), the last stream's 2-D
+// projection, one dot per probe token, and a mixture of experts' load per layer.
 
 import { slice, unpack } from "./arrays.js";
 import { el, svg } from "./dom.js";
@@ -62,6 +62,24 @@ function classLine(frame) {
     el("li", { dataset: { label: name, p: p[k] } }, el("span", { class: "film-class-bar", style: { width: `${Math.round(100 * p[k])}px` } }), ` ${name} ${number(p[k], 2)}`)));
 }
 
+/** A mixture of experts' load on the probe: a row per layer, a bar per expert (its share of
+ * the probe's routed slots; an even load is 1/n each), with the change since ``other``. */
+function expertLoad(frame, other = null) {
+  const { load } = frame.experts;
+  const n = load[0].length;
+  const rows = load.map((shares, l) => el("tr", { dataset: { layer: l } }, el("th", {}, `block ${l}`),
+    shares.map((share, i) => {
+      const before = other?.experts?.load?.[l]?.[i];
+      const title = `expert ${i}: ${number(100 * share, 3)}% of the probe's slots` +
+        (before === undefined ? "" : ` (step ${other.step}: ${number(100 * before, 3)}%)`);
+      return el("td", { class: "expert-cell", dataset: { expert: i, share }, title },
+        el("span", { class: "expert-bar", style: { height: `${Math.round(40 * Math.min(1, share * n / 2))}px` } }));
+    })));
+  return el("table", { class: "film-experts" },
+    el("thead", {}, el("tr", {}, el("th", {}, ""), Array.from({ length: n }, (_, i) => el("th", {}, String(i))))),
+    el("tbody", {}, rows));
+}
+
 function projection(frame) {
   const points = frame.projection;
   const xs = points.map((p) => p[0]);
@@ -104,6 +122,9 @@ export function renderFilm(node, frames, chosen, onStep, compared = null) {
         ? el("div", {}, el("h3", {}, "The probe's label"), classLine(frame))
         : el("div", {}, el("h3", {}, "Logit lens at the last position"), lensLine(frame)),
       el("div", {}, el("h3", {}, "The last stream, projected (PCA)"), projection(frame))),
+    frame.experts
+      ? el("div", {}, el("h3", {}, "Expert load on the probe (bar full: twice an even share)"), expertLoad(frame, other))
+      : "",
   );
   node.dataset.step = String(frame.step);
   node.dataset.frames = String(frames.length);
