@@ -30,3 +30,16 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int = 7) 
             fn()
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def cpu_name() -> str:
+    """The CPU's model name (from /proc/cpuinfo where there is one), for a benchmark's header."""
+    import platform
+    from pathlib import Path
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"

@@ -18,6 +18,12 @@ Each family's forward pass (`ModelInputs.forward`):
 An encoder-decoder's decoder input defaults to its start token alone; text given as the
 decoder input becomes the start token followed by the text's tokens (teacher forcing).
 
+A vision transformer (``config.vision``) reads no text: its input is ``pixel_values``, a float
+tensor b C H W (or one image C H W), already scaled as the model was trained (HF's image
+processor's resizing and normalization are not applied here); `ModelInputs.pixels` checks it
+and `ModelInputs.model_input` picks ids or pixels by the model. Its forward pass is the same
+table's: ``net.classify(pixels)`` for an image classifier, ``net.encode(pixels)`` without a head.
+
 >>> import glassformer as gf
 >>> net = gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=1, n_heads=4))
 >>> inputs = ModelInputs(net)
@@ -60,8 +66,39 @@ class ModelInputs:
         return next(self.net.parameters()).device
 
     # ids ------------------------------------------------------------------------------
+    def model_input(self, value: Any, name: str = "input") -> torch.Tensor:
+        """What the model's first stack reads: token ids b t (`ids`), or a vision model's
+        pixel values b C H W (`pixels`)."""
+        return self.pixels(value) if self.config.vision else self.ids(value, name)
+
+    def pixels(self, value: Any, name: str = "pixel_values") -> torch.Tensor:
+        """A vision model's images as a float tensor b C H W on the model's device, in its dtype,
+        from a tensor or an array of b C H W or C H W (one image)."""
+        c, size = self.config.n_channels, self.config.image_size
+        expected = f"(b, C, H, W) = (b, {c}, {size}, {size})"
+        if not self.config.vision:
+            raise ValueError(f"{name}: pixel values are for vision models; this one reads token ids")
+        if isinstance(value, str):
+            raise ValueError(
+                f"{name} is text, but this is a vision model (ViT): it reads images, pixel_values "
+                f"as a float tensor {expected}, not text"
+            )
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(value)
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a float tensor {expected}, got {type(value).__name__}")
+        pixels = value.unsqueeze(0) if value.dim() == 3 else value  # one image: a batch of one
+        self.net.check_pixels(pixels, name)
+        return pixels.to(self.device, next(self.net.parameters()).dtype)
+
     def ids(self, value: TokenInput, name: str = "input") -> torch.Tensor:
         """Token ids as a b t long tensor on the model's device, from text, lists or a tensor."""
+        if self.config.vision:
+            raise ValueError(
+                f"{name}: this is a vision model (ViT), it reads no token ids; pass pixel_values, a "
+                f"float tensor (b, C, H, W) = (b, {self.config.n_channels}, {self.config.image_size}, "
+                f"{self.config.image_size})"
+            )
         if isinstance(value, str):
             value = self._encode(value, name)
         if isinstance(value, torch.Tensor):
@@ -142,7 +179,10 @@ class ModelInputs:
         return ids[0]
 
     def labels(self, ids: torch.Tensor) -> list[str]:
-        """One readable label per token of the first row: the tokenizer's spelling, or the id."""
+        """One readable label per token of the first row: the tokenizer's spelling, or the id;
+        a vision model's tokens: ``[CLS]``, then each patch by its row and column."""
+        if self.config.vision:
+            return patch_labels(self.config)
         row = ids[0].tolist() if isinstance(ids, torch.Tensor) and ids.dim() == 2 else list(ids)
         if self.tokenizer is None:
             return [str(int(i)) for i in row]
@@ -174,9 +214,9 @@ class ModelInputs:
         attention_mask: torch.Tensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """The family's forward pass for b t ids: logits b t v (hidden states b t d for a
-        sentence encoder without an MLM head; class logits b c for a classifier). See the
-        table in the module docstring."""
+        """The family's forward pass for b t ids (a vision model's pixels b C H W): logits b t v
+        (hidden states b t d for a sentence encoder without an MLM head; class logits b c for a
+        classifier). See the table in the module docstring."""
         net = self.net
         if net.classifier is not None:  # a classifier's output is its class logits
             if decoder_ids is not None:
@@ -210,6 +250,16 @@ class ModelInputs:
     def stop_ids(self, stop_token_ids: Sequence[int] | None = None) -> tuple[int, ...]:
         """The tokens that end generation: ``stop_token_ids`` if given, else the model's eos."""
         return stop_tokens(self.config, stop_token_ids)
+
+
+def patch_labels(config: ModelConfig) -> list[str]:
+    """A vision model's tokens by name: [CLS], then its patches row by row, "patch r,c".
+
+    >>> patch_labels(ModelConfig(family="encoder", image_size=4, patch_size=2, max_seq_len=5, mlm_head=False))
+    ['[CLS]', 'patch 0,0', 'patch 0,1', 'patch 1,0', 'patch 1,1']
+    """
+    side = config.image_size // config.patch_size
+    return ["[CLS]"] + [f"patch {r},{c}" for r in range(side) for c in range(side)]
 
 
 def stop_tokens(config: ModelConfig, stop_token_ids: Sequence[int] | None = None) -> tuple[int, ...]:

@@ -7,7 +7,9 @@
 
 Inputs may be text (when a tokenizer is attached), a list of ids, a list of lists of
 ids (a batch of equal length), or a 1-D / 2-D tensor of ids; `glassformer.inputs` turns
-them into the model's inputs and runs the family's forward pass.
+them into the model's inputs and runs the family's forward pass. A vision transformer
+(``config.vision``, no tokenizer) takes images instead: ``lm.logits(pixel_values)`` with a
+float tensor b C H W gives its class logits b c, as HF's ``ViTForImageClassification`` does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from glassformer import generate as generation
 from glassformer.config import ModelConfig
 from glassformer.inputs import ModelInputs, TokenInput, is_batch, right_pad
 from glassformer.models import TransformerModel
+from glassformer.nn.moe import RouterLosses, collected_router_logits, router_losses
 from glassformer.nn.trace import Trace, capture
 from glassformer.sampling import generation_settings
 
@@ -71,9 +74,10 @@ class LanguageModel:
         attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits b t v (masked-LM logits for encoders; decoder positions for seq2seq).
-        An encoder without a masked-LM head (a sentence encoder) returns its hidden states."""
+        An encoder without a masked-LM head (a sentence encoder) returns its hidden states; a
+        classifier its class logits b c (a vision model's: of ``pixel_values`` b C H W)."""
         inputs = self.inputs
-        ids = inputs.ids(input_ids)
+        ids = inputs.model_input(input_ids)
         decoder_ids = (
             None if decoder_input_ids is None else inputs.ids(decoder_input_ids, "decoder_input_ids")
         )
@@ -86,11 +90,27 @@ class LanguageModel:
         names: str | Sequence[str] = "*",
         decoder_input: TokenInput | None = None,
     ) -> Trace:
-        """Capture the named activations (glob patterns) of one forward pass."""
+        """Capture the named activations (glob patterns) of one forward pass (of a vision
+        model's ``pixel_values`` b C H W: its tokens are [CLS] and the patches)."""
         inputs = self.inputs
-        ids = inputs.ids(text)
+        ids = inputs.model_input(text)
         decoder_ids = inputs.decoder_ids(decoder_input, len(ids))
-        return capture(self.net, names, lambda: inputs.forward(ids, decoder_ids), inputs.labels(ids), ids)
+        token_ids = None if self.config.vision else ids  # an image has pixels, not ids
+        run = lambda: inputs.forward(ids, decoder_ids)  # noqa: E731
+        return capture(self.net, names, run, inputs.labels(ids), token_ids)
+
+    def router_losses(
+        self, input_ids: TokenInput, attention_mask: torch.Tensor | None = None
+    ) -> RouterLosses:
+        """A mixture of experts' router losses on ``input_ids``, apart from its logits (which
+        `logits` gives as for any model): the load-balancing loss (1 when even), the z-loss,
+        and each layer's expert load (layers n), over the real tokens of ``attention_mask``."""
+        if not self.config.moe:
+            raise ValueError("router_losses() needs a mixture of experts (config.n_experts > 0)")
+        ids = self.inputs.ids(input_ids)
+        with torch.no_grad(), collected_router_logits(self.net.hook_points) as found:
+            self.inputs.forward(ids, None, attention_mask)
+        return router_losses(found, self.config.experts_per_token, self.config.router, attention_mask)
 
     def activation_names(self) -> list[str]:
         """Every name ``trace`` accepts, in forward order."""
@@ -167,13 +187,17 @@ class LanguageModel:
 
     def classify(self, texts: Sequence[str] | TokenInput) -> torch.Tensor:
         """Class probabilities n c of a classifier, softmax(W_c pooled + b_c), one row per
-        text (right-padded as a batch; longer texts keep their first max_seq_len tokens).
-        ``config.class_names`` names the columns."""
+        text (right-padded as a batch; longer texts keep their first max_seq_len tokens), or
+        per image of a vision model's ``pixel_values`` b C H W. ``config.class_names`` names the
+        columns."""
         if self.net.classifier is None:
             raise ValueError(
                 "classify() needs a model with a classification head (config.n_classes > 0); "
                 "train one with `glassformer train --preset genre-scratch`"
             )
+        if self.config.vision:  # images, not texts: one batch b C H W
+            with torch.no_grad():
+                return torch.softmax(self.net.classify(self.inputs.pixels(texts)).float(), dim=-1)  # b c
         if isinstance(texts, str):
             texts = [texts]
         inputs = self.inputs

@@ -33,6 +33,7 @@ from tests.conftest import tiny
 FLOPS_TOLERANCE = 0.005
 ACTIVATION_TOLERANCE = 0.02
 
+LLAMA_SIZES = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, d_ff=48)
 CONFIGS = {
     "gpt2": tiny(),
     "untied, biases off": tiny(tie_embeddings=False, qkv_bias=False, out_bias=False, ffn_bias=False),
@@ -51,6 +52,25 @@ CONFIGS = {
     "alibi": tiny(positions="alibi"),
     "t5 bias": tiny(positions="t5_relative", attn_scale=1.0),
     "window": tiny(attn_window=8),
+    "gemma 2 (sandwich, soft-caps)": llama_style(
+        **LLAMA_SIZES, n_kv_heads=2, norm_placement="sandwich", attn_softcap=5.0, logit_softcap=3.0
+    ),
+    "gemma 2 windows": llama_style(
+        **LLAMA_SIZES, norm_placement="sandwich", attn_window=8, global_every=2, embed_scale=True
+    ),
+    "gemma 3 (q/k-norm, local rope)": llama_style(
+        **LLAMA_SIZES,
+        n_kv_heads=1,
+        d_head=16,
+        norm_placement="sandwich",
+        qk_norm=True,
+        attn_window=8,
+        global_every=2,
+        rope_local_base=100.0,
+    ),
+    "olmo 2 (output norms)": llama_style(
+        **LLAMA_SIZES, n_kv_heads=2, norm_placement="output", qk_norm=True, qk_norm_scope="all"
+    ),
     "bert": tiny(family="encoder", norm_placement="post", embed_norm=True, type_vocab_size=2, pooler=True),
     "bert untied": tiny(family="encoder", tie_embeddings=False, activation="gelu"),
     "sentence encoder": tiny(family="encoder", mlm_head=False),
@@ -166,6 +186,10 @@ def saved_bytes(net, ids: torch.Tensor) -> int:
         "alibi",
         "t5 bias",
         "window",
+        "gemma 2 (sandwich, soft-caps)",
+        "gemma 2 windows",
+        "gemma 3 (q/k-norm, local rope)",
+        "olmo 2 (output norms)",
         "bert",
         "t5",
         "marian",

@@ -149,8 +149,8 @@ REFUSED = {
     "original transformer": (
         dict(family="encoder_decoder", positions="sinusoidal", norm_placement="post"),
         r"closest, t5 .*positions .*norm_placement .*"
-        r"\(read, not written: mistral, qwen2, gemma, phi3, phi, opt, gpt_neox, roberta, distilbert, "
-        r"marian, bart\)",
+        r"\(read, not written: mistral, qwen2, gemma, gemma2, gemma3_text, phi3, phi, opt, gpt_neox, "
+        r"roberta, distilbert, marian, bart\)",
     ),
 }
 

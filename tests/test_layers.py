@@ -16,7 +16,10 @@ PACKAGE = ROOT / "glassformer"
 
 # (layer, the modules in it): a module may import its own layer and the layers above it.
 LAYERS = [
-    ("config", ["glassformer.config", "glassformer.config_checks", "glassformer.atomic", "glassformer.data_home"]),
+    (
+        "config",
+        ["glassformer.config", "glassformer.config_checks", "glassformer.atomic", "glassformer.data_home"],
+    ),
     ("building blocks", ["glassformer.nn"]),
     ("fast paths", ["glassformer.fast"]),
     ("models", ["glassformer.models"]),

@@ -224,6 +224,10 @@ CONFIGS = {
     "qwen": dict(positions="rope", norm="rmsnorm", activation="swiglu", out_bias=False, ffn_bias=False),
     "qwen3": dict(positions="rope", norm="rmsnorm", activation="swiglu", qkv_bias=False, qk_norm=True),
     "ntk": dict(positions="rope", rope_style="interleaved", rope_scaling="ntk", rope_scaling_factor=4.0),
+    "mixtral": dict(**LLAMA, n_experts=4, experts_per_token=2, expert_d_ff=16),
+    "qwen2-moe": dict(
+        **LLAMA, n_experts=4, router="sigmoid", normalize_expert_weights=False, shared_expert_d_ff=24
+    ),
     "linear": dict(positions="rope", rope_scaling="linear", rope_scaling_factor=2.0),
     "mqa-window": dict(positions="alibi", n_kv_heads=1, activation="geglu_tanh", attn_window=4),
     "post-norm": dict(positions="sinusoidal", norm_placement="post", activation="relu", attn_scale=0.5),
@@ -260,6 +264,20 @@ CONFIGS = {
         attn_window=2,
     ),
     "silu": dict(positions="none", activation="silu", lm_head_input_scale=0.5),
+    "gemma2": dict(
+        **LLAMA,
+        norm_placement="sandwich",
+        embed_scale=True,
+        attn_window=4,
+        global_every=2,
+        attn_softcap=50.0,
+        logit_softcap=30.0,
+        qk_norm=True,
+        rope_local_base=100.0,
+        rope_scaling="linear",
+        rope_scaling_factor=8.0,
+    ),
+    "olmo2": dict(**LLAMA, norm_placement="output", qk_norm=True, qk_norm_scope="all"),
 }
 
 RENDER_ALL = """async ({arch, plan}) => {
@@ -441,6 +459,22 @@ EXPECTED = [
     ),
     ("silu", "logits", [r"\mathrm{logits} = \htmlClass{num}{0.5}\, \hat{x}\, E^{\top}"], []),
     ("bert", "logits", [r"E^{\top} + b_{\mathrm{vocab}}", r"\htmlClass{num}{10^{-12}}"], []),
+    # Gemma 2 / 3: the sandwich's two norms, the soft-caps, each block's window and RoPE base
+    ("gemma2", "blocks.0.attn.in", [r"\hat{x} = \mathrm{RMSNorm}(x)"], []),
+    ("gemma2", "blocks.0.attn.post_norm", [r"\hat{o} = \mathrm{RMSNorm}(\mathrm{out})", "sandwich"], []),
+    ("gemma2", "blocks.0.resid_mid", [r"x \gets x + \mathrm{RMSNorm}(\mathrm{out})"], []),
+    ("gemma2", "blocks.0.attn.capped", [r"S \gets \htmlClass{num}{50} \tanh"], []),
+    ("gemma2", "blocks.0.attn.mask", [r"j \le i - \htmlClass{num}{4}"], []),
+    ("gemma2", "blocks.1.attn.mask", [r"j > i"], [r"j \le i -"]),  # a global block
+    ("gemma2", "blocks.0.attn.q", [r"\theta_i = \htmlClass{num}{100}^", "each head's"], [r"\tfrac{p}"]),
+    ("gemma2", "blocks.1.attn.q", [r"\tfrac{p}{\htmlClass{num}{8}}"], [r"\htmlClass{num}{100}^"]),
+    ("gemma2", "logits_raw", [r"z = \hat{x}\, E^{\top}"], []),
+    ("gemma2", "logits", [r"\mathrm{logits} = \htmlClass{num}{30} \tanh"], []),
+    # OLMo 2: a norm on each sublayer's output only; q/k-norm over all heads at once
+    ("olmo2", "blocks.0.attn.in", [r"\hat{x} = x", "on its output"], [r"\mathrm{RMSNorm}"]),
+    ("olmo2", "blocks.0.ffn.post_norm", [r"\hat{y} = \mathrm{RMSNorm}(y)"], []),
+    ("olmo2", "blocks.0.attn.q", ["all 32 query features at once"], []),
+    ("olmo2", "final_norm", [r"\mathrm{RMSNorm}"], []),
 ]
 
 
@@ -478,7 +512,7 @@ def test_the_summary_carries_the_fields_the_equations_need():
     assert summary(tiny(**CONFIGS["mqa-window"]))["position_params"]["slopes"] == alibi_slopes(4).tolist()
     bert = summary(tiny(**CONFIGS["bert"], lm_head_input_scale=0.5))
     # the masked-LM head always has its biases and reads the stream unscaled (`unembed`)
-    assert bert["head"] == {"tied": True, "bias": True, "input_scale": 1.0}
+    assert bert["head"] == {"tied": True, "bias": True, "input_scale": 1.0, "softcap": None}
     assert bert["embeddings"] == {"scale": 1.0, "norm": True, "segments": 2}
     assert bert["attention"]["window"] == 3
     assert summary(tiny(**CONFIGS["original"]))["embeddings"]["scale"] == math.sqrt(32)

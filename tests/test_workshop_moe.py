@@ -71,7 +71,9 @@ def test_the_router_s_map_shows_each_token_s_experts_and_their_load(workshop, lm
     trace = lm.trace(TEXT, ["blocks.1.ffn.experts", "blocks.1.ffn.expert_weights"])
     chosen, weights = trace["blocks.1.ffn.experts"][0], trace["blocks.1.ffn.expert_weights"][0]  # t k
     last = chosen.shape[0] - 1
-    marked = routing.locator(".moe-expert.chosen").evaluate_all("rows => rows.map(r => Number(r.dataset.expert))")
+    marked = routing.locator(".moe-expert.chosen").evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.expert))"
+    )
     assert sorted(marked) == sorted(chosen[last].tolist())
     first = routing.locator(f'.moe-expert[data-expert="{int(chosen[last, 0])}"] .moe-weight').inner_text()
     assert f"{weights[last, 0].item():.3f}"[:4] in first
@@ -80,6 +82,18 @@ def test_the_router_s_map_shows_each_token_s_experts_and_their_load(workshop, lm
     workshop.part_shot('.step[data-stage="blocks.1.ffn.router_probs"]', "moe_routing")
     routing.locator("select.moe-token").select_option("0")  # the keyboard's way to another token
     page.wait_for_selector('.moe-routing[data-token="0"]', state="attached")
-    marked = routing.locator(".moe-expert.chosen").evaluate_all("rows => rows.map(r => Number(r.dataset.expert))")
+    marked = routing.locator(".moe-expert.chosen").evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.expert))"
+    )
     assert sorted(marked) == sorted(chosen[0].tolist())
+    workshop.close()
+
+
+def test_the_overview_draws_the_router_and_its_experts(workshop):
+    page = workshop.page
+    workshop.open(model="moe", text=TEXT, level="intermediate")
+    block = page.locator("#overview .ov-block").first
+    assert f"router → {TOP_K} of {N_EXPERTS} experts" in block.locator(".ov-flow").inner_text()
+    assert f"{TOP_K} of {N_EXPERTS} experts per token" in block.inner_text()
+    workshop.part_shot("#overview", "moe_overview")
     workshop.close()

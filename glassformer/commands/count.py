@@ -154,6 +154,7 @@ def preset_config(name: str) -> Resolved:
     reading a corpus: the vocabulary of a task or a named tokenizer is exact; a BPE trained
     on the corpus is taken at its target size, a character tokenizer at Shakespeare's 65."""
     from glassformer.train.genres import GENRES
+    from glassformer.train.images import DIGITS_CORPUS, digits_config
     from glassformer.train.settings import load_preset
 
     run = load_preset(name)
@@ -167,6 +168,8 @@ def preset_config(name: str) -> Resolved:
             n_classes=len(GENRES), classifier_pooling=pooling, class_names=GENRES, **fields
         )
         return Resolved(config, f"{source}: {run.train.init_from} under a new head")
+    if data.objective == "classify" and data.corpus == DIGITS_CORPUS:  # images: no vocabulary
+        return Resolved(digits_config(run), source)
     fixed = {"n_classes": len(GENRES), "class_names": GENRES} if data.objective == "classify" else {}
     if data.objective in ("task", "seq2seq"):
         from glassformer.train.tasks import make_task

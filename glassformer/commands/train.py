@@ -89,7 +89,7 @@ def _train(args: argparse.Namespace, out: Path) -> int:
     if prepared.val_chars_per_token:
         bits = last["val_loss"] / prepared.val_chars_per_token / math.log(2)
         print(f"validation: {bits:.3f} bits per character")
-    if prepared.net.config.n_classes:  # a classifier labels text; it does not continue it
+    if prepared.net.config.n_classes:  # a classifier labels text or images; it does not continue it
         print(f"done: {out} (glassformer eval {out}: accuracy, macro-F1, confusion matrix)")
     else:
         print(f'done: {out} (glassformer generate {out} "prompt")')
@@ -97,10 +97,14 @@ def _train(args: argparse.Namespace, out: Path) -> int:
 
 
 def _film(out: Path, prepared):
-    """The film recorder, its probe the first row of the first validation batch (no padding)."""
+    """The film recorder, its probe the first row of the first validation batch (no padding);
+    None for an image run: the film's probe is a text (its tokens, attention, logit lens)."""
     from glassformer.inspect.film import FilmRecorder
 
     batch = prepared.val_batches[0]
+    if "input_ids" not in batch:
+        print("no film.jsonl: the film records a text probe, and this run reads images")
+        return None
     ids = batch["input_ids"][0]
     mask = batch.get("attention_mask")
     if mask is not None:

@@ -149,6 +149,8 @@ def choose_family(config: ModelConfig) -> tuple[ModuleType, dict[str, Any], list
     tried = []
     for name in writers(config.family):
         family = FAMILIES[name].module
+        if getattr(family, "VISION", False) != config.vision:  # ViT holds images, the others text
+            continue
         hf_config = json.loads(json.dumps(FAMILIES[name].config_to_hf(config)))  # as config.json will hold it
         layout = family.layout_keys(config) if hasattr(family, "layout_keys") else set()
         mapping = family.key_map(config, layout)

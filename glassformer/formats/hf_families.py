@@ -1,7 +1,8 @@
 """The Hugging Face families Glassformer reads and writes: one table for import and export.
 
-Each family module (``hf_gpt2``, ``hf_llama``, ``hf_moe``, ``hf_gemma``, ``hf_gemma2``, ``hf_olmo2``, ``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``,
-``hf_bert``, ``hf_roberta``, ``hf_distilbert``, ``hf_t5``, ``hf_marian``, ``hf_bart``) gives
+Each family module (``hf_gpt2``, ``hf_llama``, ``hf_moe``, ``hf_gemma``, ``hf_gemma2``, ``hf_olmo2``,
+``hf_phi``, ``hf_phi3``, ``hf_opt``, ``hf_neox``, ``hf_bert``, ``hf_roberta``, ``hf_distilbert``,
+``hf_t5``, ``hf_marian``, ``hf_bart``, ``hf_vit``) gives
 
 * ``config_from_hf(hf_config: dict, keys: set[str]) -> ModelConfig``;
 * ``key_map(config, keys) -> list[Mapped]`` (`glassformer.formats.key_map`): for each of
@@ -39,6 +40,7 @@ from glassformer.formats import (
     hf_phi3,
     hf_roberta,
     hf_t5,
+    hf_vit,
 )
 
 
@@ -68,7 +70,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "gemma": HFFamily(hf_gemma, "decoder", written=False),  # + sqrt(d) embedding scale, (1 + w) norms
     "gemma2": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma's, sandwich norms, soft-caps, windows
     "gemma3_text": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma 2's, q/k-norm, local RoPE base
-    "olmo2": HFFamily(hf_olmo2, "decoder", written=False),  # Llama's, norms on outputs, q/k-norm over all
+    "olmo2": HFFamily(hf_olmo2, "decoder", written=True),  # Llama's, norms on outputs, q/k-norm over all
     "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
     "phi": HFFamily(hf_phi, "decoder", written=False),  # Phi-2: parallel block, one norm, partial rotary
     "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
@@ -76,6 +78,7 @@ FAMILIES = {  # model_type -> family; export tries the written ones in this orde
     "bert": HFFamily(hf_bert, "encoder", written=True),
     "roberta": HFFamily(hf_roberta, "encoder", written=False),  # BERT's, renamed, positions offset
     "distilbert": HFFamily(hf_distilbert, "encoder", written=False),  # BERT's, renamed, no segments
+    "vit": HFFamily(hf_vit, "encoder", written=True),  # pre-norm encoder over image patches + [CLS]
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
     "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
     "bart": HFFamily(hf_bart, "encoder_decoder", written=False),  # Marian's, learned positions + 2
@@ -94,7 +97,7 @@ def writers(family: str) -> list[str]:
     """The model_types export may write a model of our ``family`` as, in the order tried.
 
     >>> writers("decoder")
-    ['gpt2', 'llama', 'qwen3', 'mixtral', 'qwen2_moe']
+    ['gpt2', 'llama', 'qwen3', 'mixtral', 'qwen2_moe', 'olmo2']
     """
     return [name for name, row in FAMILIES.items() if row.written and row.holds == family]
 

@@ -169,9 +169,17 @@ def _title(report: Costs) -> str:
     layers = "+".join(str(depth) for depth in c.stack_depths)
     return (
         f"{c.family}: d_model {c.d_model}, {layers} layers, {c.n_heads} heads ({c.n_kv_heads} kv), "
-        f"d_head {c.d_head}, {_ffn_words(c)}{' (gated)' if c.gated else ''}, vocab {c.vocab_size:,}, "
+        f"d_head {c.d_head}, {_ffn_words(c)}{' (gated)' if c.gated else ''}, {_input_words(c)}, "
         f"{c.positions} positions; seq_len {report.seq_len:,}, batch {report.batch}, {report.dtype}"
     )
+
+
+def _input_words(c: ModelConfig) -> str:
+    """ "vocab 50,257", or a vision model's "8x8x1 images, 2x2 patches (16 + [CLS])"."""
+    if not c.vision:
+        return f"vocab {c.vocab_size:,}"
+    size, patch = c.image_size, c.patch_size
+    return f"{size}x{size}x{c.n_channels} images, {patch}x{patch} patches ({c.n_patches} + [CLS])"
 
 
 def _ffn_words(c: ModelConfig) -> str:

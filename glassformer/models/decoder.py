@@ -51,4 +51,4 @@ class DecoderLM(TransformerModel):
         x = self.stack(
             input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache, backend=self.attention
         )  # b t d
-        return self.hook_logits(self.unembed(x))  # b t v
+        return self.logits_of(x)  # b t v

@@ -6,6 +6,11 @@ pooled[CLS] = tanh(W_p hidden[:, 0] + b_p)               (BERT's pooler, optiona
 mean pooling = sum_t mask_t hidden_t / sum_t mask_t      (sentence embeddings, SBERT)
 class logits = W_c pool(hidden) + b_c                    (classification head, optional)
 sentence vector = pool(hidden) / ‖pool(hidden)‖          (a sentence encoder: no MLM head)
+
+A vision transformer (ViT, ``config.vision``) is this encoder over an image's patches: hidden =
+blocks(PatchEmbedding(pixels)) (`glassformer.nn.patches`), and an image classifier's logits =
+W_c hidden[:, 0] + b_c, the [CLS] position after the final LayerNorm (HF's
+ViTForImageClassification). It has no token table and no MLM head.
 """
 
 from __future__ import annotations
@@ -45,7 +50,12 @@ class EncoderModel(TransformerModel):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        token = nn.Embedding(config.vocab_size, config.d_model)
+        if config.vision and config.mlm_head:
+            raise ValueError(
+                "a vision transformer has no vocabulary to predict: set mlm_head=False (and n_classes "
+                "for an image classifier)"
+            )
+        token = None if config.vision else nn.Embedding(config.vocab_size, config.d_model)  # ViT: patches
         self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=False)
         self.mlm_head = MLMHead(config) if config.mlm_head else None
         self.pooler = nn.Linear(config.d_model, config.d_model) if config.pooler else None
@@ -65,8 +75,8 @@ class EncoderModel(TransformerModel):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Contextual token vectors: b t -> b t d."""
-        self.check_ids(input_ids)
+        """Contextual token vectors: b t -> b t d (a vision model's pixels b C H W -> b t d)."""
+        self.check_input(input_ids)
         return self.stack(input_ids, attention_mask, token_type_ids=token_type_ids, backend=self.attention)
 
     def forward(
@@ -77,7 +87,7 @@ class EncoderModel(TransformerModel):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Masked-LM logits at every position: b t -> b t v (an error without an MLM head)."""
-        return self.hook_logits(self.unembed(self.encode(input_ids, attention_mask, token_type_ids)))
+        return self.logits_of(self.encode(input_ids, attention_mask, token_type_ids))
 
     def sentence_vectors(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None

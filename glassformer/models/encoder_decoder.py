@@ -73,7 +73,7 @@ class EncoderDecoderLM(TransformerModel):
             context_mask=attention_mask,
             backend=self.attention,
         )
-        return self.hook_logits(self.unembed(x))  # b t v
+        return self.logits_of(x)  # b t v
 
     def forward(
         self,

@@ -2,11 +2,17 @@
 
 ``TransformerStack`` turns token ids into the final residual stream::
 
-    ids -> Embeddings -> Block 0 -> ... -> Block n-1 -> final norm (pre-norm only)
+    ids -> Embeddings -> Block 0 -> ... -> Block n-1 -> final norm (all but post-norm)
+
+A vision transformer's stack (``config.vision``) reads an image instead of ids: pixels b C H W
+-> `PatchEmbedding` ([CLS] and one token per patch, `glassformer.nn.patches`) -> the blocks.
 
 It owns what all its blocks share: the positions of the tokens, the attention masks,
 the RoPE rotation and the ALiBi / T5 position bias (computed once per forward pass,
-not once per layer). Every model family is built from stacks: a decoder or an encoder
+not once per layer). Where layers differ, each kind is still made once: one mask per
+distinct sliding window (``config.layer_window(i)``: Gemma 2 alternates a window and the
+full causal mask), one rotation per RoPE base (Gemma 3's windowed layers turn by
+``rope_local_base``). Every model family is built from stacks: a decoder or an encoder
 has one (``model.stack``), an encoder-decoder two (``model.encoder``, ``model.decoder``).
 
 A stack names its own hook points at construction: ``{name}.blocks.0.attn.q`` with
@@ -32,6 +38,7 @@ from glassformer.nn.hooks import HookPoint, name_hook_points
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.masks import AttentionMask, build_mask
 from glassformer.nn.norms import make_norm
+from glassformer.nn.patches import PatchEmbedding
 from glassformer.nn.positions import AlibiBias, RotaryEmbedding, T5RelativeBias
 
 
@@ -41,7 +48,7 @@ class TransformerStack(nn.Module):
     def __init__(
         self,
         config: ModelConfig,
-        token: nn.Embedding,
+        token: nn.Embedding | None,  # None in a vision stack
         *,
         n_layers: int,
         causal: bool,
@@ -50,13 +57,17 @@ class TransformerStack(nn.Module):
     ) -> None:
         super().__init__()
         self.config, self.causal, self.name = config, causal, name
-        self.embed = Embeddings(config, token)
+        # a vision stack's tokens are an image's patches and [CLS] (ViT): it has no token table
+        self.embed = PatchEmbedding(config) if config.vision else Embeddings(config, token)
         self.blocks = nn.ModuleList(Block(config, i, cross=cross) for i in range(n_layers))
-        pre_norm = config.norm_placement == "pre"
+        post_norm = config.norm_placement == "post"
         # Post-norm blocks already end in a norm; the name still exists on every model.
-        self.final_norm = make_norm(config) if pre_norm else nn.Identity()
+        self.final_norm = nn.Identity() if post_norm else make_norm(config)
         self.hook_final_norm = HookPoint("final_norm")
+        self.windows = [config.layer_window(i) for i in range(n_layers)]  # None: global attention
         self.rotary = RotaryEmbedding(config) if config.positions == "rope" else None
+        local = config.rope_local_base is not None and self.rotary is not None
+        self.rotary_local = RotaryEmbedding(config, local=True) if local else None  # windowed layers
         self.alibi = AlibiBias(config.n_heads) if config.positions == "alibi" else None
         self.relative_bias = (
             T5RelativeBias(config, bidirectional=not causal) if config.positions == "t5_relative" else None
@@ -74,22 +85,27 @@ class TransformerStack(nn.Module):
         context_mask: torch.Tensor | None = None,
         backend: AttentionBackend = DEFAULT_BACKEND,
     ) -> torch.Tensor:
-        """input_ids: b t; attention_mask: b s (1 = token, 0 = padding) over cache + new.
+        """input_ids: b t; attention_mask: b s (1 = token, 0 = padding) over cache + new. A vision
+        stack reads pixel_values b C H W here instead: t = n_patches + 1 tokens, none padded.
 
         ``context`` (b s_enc d) and ``context_mask`` (b s_enc) feed cross-attention.
         """
-        t, past = input_ids.shape[1], cache.length if cache is not None else 0
+        b, past = len(input_ids), cache.length if cache is not None else 0
+        t = self.config.n_patches + 1 if self.config.vision else input_ids.shape[1]
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing padded: skip building and applying a padding mask
-        q_positions, k_positions = self._positions(input_ids, attention_mask, past)  # b t, b s
-        mask = build_mask(
-            t=t,
-            s=past + t,
-            causal=self.causal,
-            key_padding=attention_mask,
-            window=self.config.attn_window,
-            device=input_ids.device,
-        )
+        q_positions, k_positions = self._positions(b, t, attention_mask, past, input_ids.device)  # b t, b s
+        masks = {  # one per distinct window of this stack's layers
+            window: build_mask(
+                t=t,
+                s=past + t,
+                causal=self.causal,
+                key_padding=attention_mask,
+                window=window,
+                device=input_ids.device,
+            )
+            for window in dict.fromkeys(self.windows)
+        }
         bias = None
         if self.alibi is not None:
             bias = self.alibi(q_positions, k_positions)  # b h t s
@@ -97,17 +113,18 @@ class TransformerStack(nn.Module):
             bias = self.relative_bias(q_positions, k_positions)  # b h t s
         x = self.embed(input_ids, q_positions, token_type_ids)  # b t d
         rope = self.rotary(q_positions, x.dtype) if self.rotary is not None else None
+        rope_local = self.rotary_local(q_positions, x.dtype) if self.rotary_local is not None else None
         cross_mask = None
         if context is not None:
             cross_mask = AttentionMask(None)
             if context_mask is not None:
                 cross_mask = AttentionMask(context_mask.bool()[:, None, None, :], may_empty_rows=True)
-        for block in self.blocks:
+        for block, window in zip(self.blocks, self.windows, strict=True):
             x = block(
                 x,
-                mask,
+                masks[window],
                 bias=bias,
-                rope=rope,
+                rope=rope_local if window is not None and rope_local is not None else rope,
                 cache=cache,
                 context=context,
                 context_mask=cross_mask,
@@ -118,15 +135,14 @@ class TransformerStack(nn.Module):
         return self.hook_final_norm(self.final_norm(x))
 
     def _positions(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, past: int
+        self, b: int, t: int, attention_mask: torch.Tensor | None, past: int, device: torch.device
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Positions of the new tokens (b t) and of every key so far (b s): from the mask,
+        """Positions of the b x t new tokens (b t) and of every key so far (b s): from the mask,
         pos = cumsum(mask) - 1, or past, past + 1, ... without one."""
-        b, t = input_ids.shape
         if attention_mask is not None:
             k_positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # b s
         else:
-            k_positions = torch.arange(past + t, device=input_ids.device).expand(b, past + t)  # b s
+            k_positions = torch.arange(past + t, device=device).expand(b, past + t)  # b s
         q_positions = k_positions[:, past:]  # b t
         self._check_positions(q_positions)
         return q_positions, k_positions

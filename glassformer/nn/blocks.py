@@ -12,6 +12,19 @@ Post-norm (the original Transformer, BERT)::
     h'  = LNc(h + CrossAttn(h, enc))
     out = LN2(h' + FFN(h'))
 
+Sandwich norm (Gemma 2, 3): a norm before each sublayer and another on its output::
+
+    h   = x + LN1b(Attn(LN1(x)))            (LNcb(CrossAttn(LNc(h), enc)) alike)
+    out = h + LN2b(FFN(LN2(h)))
+
+Output norm (OLMo 2): only the sublayer's output is normalized; the sublayer reads the raw
+stream::
+
+    h   = x + LN1(Attn(x))
+    out = h + LN2(FFN(h))
+
+Pre-norm, sandwich and output norm end the stack with a final norm; post-norm has none.
+
 Parallel residual (GPT-NeoX / Pythia): both sublayers read the block's input::
 
     h   = x + Attn(LN1(x))                  (resid_mid)
@@ -21,7 +34,9 @@ Dropout is applied to each sublayer's output before it joins the residual stream
 
 Trace names (prefix ``blocks.{i}``): ``resid_mid`` b t d after the self-attention
 sublayer, ``resid_cross`` b t d after cross-attention (when present), ``resid_post``
-b t d leaving the block.
+b t d leaving the block; with a norm on each sublayer's output (sandwich, output norm),
+``attn.post_norm``, ``cross_attn.post_norm`` and ``ffn.post_norm`` b t d: that normed
+output, what joins the stream.
 """
 
 from __future__ import annotations
@@ -45,18 +60,29 @@ class Block(nn.Module):
 
     def __init__(self, config: ModelConfig, layer: int, cross: bool = False) -> None:
         super().__init__()
-        self.pre_norm = config.norm_placement == "pre"
+        self.placement = config.norm_placement
         self.parallel = config.parallel_residual
-        self.attn_norm = make_norm(config)
+        # each sublayer's norms: on its input (pre, sandwich) or after the sum (post): `*_norm`;
+        # on its output (sandwich, output): `*_post_norm`
+        before = self.placement != "output"
+        after = self.placement in ("sandwich", "output")
+        self.attn_norm = make_norm(config) if before else None
         self.attn = Attention(config, layer)
-        self.cross_norm = make_norm(config) if cross else None
+        self.attn_post_norm = make_norm(config) if after else None
+        self.cross_norm = make_norm(config) if cross and before else None
         self.cross_attn = Attention(config, layer, cross=True) if cross else None
-        self.ffn_norm = None if config.shared_norm else make_norm(config)
+        self.cross_post_norm = make_norm(config) if cross and after else None
+        self.ffn_norm = None if config.shared_norm or not before else make_norm(config)
         self.ffn = MoEFeedForward(config) if config.moe else FeedForward(config)
+        self.ffn_post_norm = make_norm(config) if after else None
         self.dropout = nn.Dropout(config.resid_dropout)
         self.hook_resid_mid, self.hook_resid_post = HookPoint("resid_mid"), HookPoint("resid_post")
         if cross:
             self.hook_resid_cross = HookPoint("resid_cross")
+        # the normed outputs, named with their sublayer (blocks.{i}.attn.post_norm); None: no point
+        self.hook_attn_post_norm = HookPoint("attn.post_norm") if after else None
+        self.hook_cross_post_norm = HookPoint("cross_attn.post_norm") if cross and after else None
+        self.hook_ffn_post_norm = HookPoint("ffn.post_norm") if after else None
 
     def forward(
         self,
@@ -81,6 +107,7 @@ class Block(nn.Module):
                 x,
                 self.attn_norm,
                 lambda y: self.attn(y, mask, bias=bias, rope=rope, cache=cache, backend=backend),
+                (self.attn_post_norm, self.hook_attn_post_norm),
             )
         )
         if self.cross_attn is not None:
@@ -89,12 +116,20 @@ class Block(nn.Module):
                     x,
                     self.cross_norm,
                     lambda y: self.cross_attn(y, context_mask, context=context, cache=cache, backend=backend),
+                    (self.cross_post_norm, self.hook_cross_post_norm),
                 )
             )
-        return self.hook_resid_post(self._sublayer(x, self.ffn_norm, self.ffn))
+        ffn_post = (self.ffn_post_norm, self.hook_ffn_post_norm)
+        return self.hook_resid_post(self._sublayer(x, self.ffn_norm, self.ffn, ffn_post))
 
-    def _sublayer(self, x: torch.Tensor, norm: nn.Module, fn) -> torch.Tensor:
-        """x + f(norm(x)) in pre-norm; norm(x + f(x)) in post-norm."""
-        if self.pre_norm:
-            return x + self.dropout(fn(norm(x)))
-        return norm(x + self.dropout(fn(x)))
+    def _sublayer(self, x: torch.Tensor, norm: nn.Module | None, fn, post) -> torch.Tensor:
+        """One sublayer f with its residual, by placement: x + f(N(x)) pre-norm; N(x + f(x))
+        post-norm; x + N2(f(N(x))) sandwich; x + N2(f(x)) output norm (``norm`` None).
+        ``post``: (N2, its hook point), both None where the output is not normed."""
+        if self.placement == "post":
+            return norm(x + self.dropout(fn(x)))
+        y = fn(x if norm is None else norm(x))
+        post_norm, hook = post
+        if post_norm is not None:
+            y = hook(post_norm(y))
+        return x + self.dropout(y)

@@ -6,7 +6,9 @@
 * ``xavier`` (Glorot & Bengio, 2010): uniform with variance 2 / (fan_in + fan_out) for
   matrices, N(0, std) for embeddings.
 
-Biases start at zero, norm gains at one. A fused projection ([W_Q; W_K; W_V] in
+A ViT's patch projection (a convolution: W_patch, `glassformer.nn.patches`) and its [CLS]
+vector are drawn like the other matrices and embeddings, N(0, std). Biases start at zero,
+norm gains at one. A fused projection ([W_Q; W_K; W_V] in
 ``qkv_proj``, [W_K; W_V] in ``kv_proj``) is initialized as the separate matrices it holds.
 """
 
@@ -18,6 +20,7 @@ from torch import nn
 
 from glassformer.config import ModelConfig
 from glassformer.nn.norms import LayerNorm, RMSNorm
+from glassformer.nn.patches import PatchEmbedding
 from glassformer.nn.positions import LearnedPositions, T5RelativeBias
 
 RESIDUAL_PROJECTIONS = ("o_proj", "down_proj")
@@ -45,6 +48,11 @@ def init_weights(model: nn.Module, config: ModelConfig) -> None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, (nn.Embedding, LearnedPositions, T5RelativeBias)):
             nn.init.normal_(module.weight, 0.0, config.init_std)
+        elif isinstance(module, nn.Conv2d):  # a ViT's patch projection W_patch
+            nn.init.normal_(module.weight, 0.0, config.init_std)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, PatchEmbedding):  # its [CLS] (its W_patch and positions: above)
+            nn.init.normal_(module.cls_token, 0.0, config.init_std)
         elif isinstance(module, (LayerNorm, RMSNorm)):
             nn.init.ones_(module.weight)
             if getattr(module, "bias", None) is not None:

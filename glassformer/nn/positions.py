@@ -18,7 +18,9 @@ Relative, inside attention:
   pairs feature i with i + e/2 (GPT-NeoX, Llama); ``interleaved`` pairs 2i with 2i+1
   (GPT-J, the paper). Scaling for longer contexts: ``linear`` divides positions by the
   factor (position interpolation); ``ntk`` raises the base to
-  ``base * factor^(e/(e-2))`` (NTK-aware scaling).
+  ``base * factor^(e/(e-2))`` (NTK-aware scaling). Gemma 3 turns its sliding-window
+  layers by a base of their own (``rope_local_base``), unscaled: the scaling stretches
+  only the global layers, the ones that read the long context.
 * ALiBi (Press et al., 2021) adds ``-m_h * |i - j|`` to head h's scores, with slopes
   m_h a geometric sequence starting at 2^(-8/h).
 * T5 relative bias (Raffel et al., 2020) adds a learned scalar per head and per bucket of
@@ -104,13 +106,17 @@ class Rotation:
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding: cos/sin tables and their application to q and k."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, local: bool = False) -> None:
+        """``local``: the sliding-window layers' rotation (``rope_local_base``, no scaling)."""
         super().__init__()
         e = config.rotary_dim or config.d_head  # the features that turn
         self.base, factor = config.rope_base, config.rope_scaling_factor
-        if config.rope_scaling == "ntk":
+        scaling = config.rope_scaling
+        if local:
+            self.base, factor, scaling = config.rope_local_base, 1.0, "none"
+        if scaling == "ntk":
             self.base = self.base * factor ** (e / (e - 2))
-        self.position_scale = 1.0 / factor if config.rope_scaling == "linear" else 1.0
+        self.position_scale = 1.0 / factor if scaling == "linear" else 1.0
         self.style, self.d_head = config.rope_style, e
         self.partial = e < config.d_head
         self.register_buffer("inv_freq", torch.empty(e // 2), persistent=False)

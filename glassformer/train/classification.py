@@ -34,7 +34,7 @@ import torch
 from glassformer.inputs import ModelInputs, right_pad
 from glassformer.models import TransformerModel
 from glassformer.train import metrics
-from glassformer.train.data import Batch, Batches
+from glassformer.train.data import Batch, Batches, model_input
 
 
 class Encoded(Sequence[list[int]]):
@@ -140,7 +140,8 @@ def truncate(row: list[int], limit: int, closing: int | None = None) -> list[int
 def predict(
     net: TransformerModel, batches: list[Batch], bfloat16: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(class logits n c in float32, labels n) of every example of ``batches``, in eval mode."""
+    """(class logits n c in float32, labels n) of every example of ``batches`` (token ids, or an
+    image classifier's pixels), in eval mode."""
     was_training = net.training
     net.eval()
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bfloat16 else contextlib.nullcontext()
@@ -148,7 +149,7 @@ def predict(
     try:
         with autocast:
             for batch in batches:
-                output = ModelInputs(net).forward(batch["input_ids"], None, batch["attention_mask"])
+                output = ModelInputs(net).forward(model_input(batch), None, batch.get("attention_mask"))
                 logits.append(output.float())  # b c
     finally:
         net.train(was_training)

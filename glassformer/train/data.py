@@ -11,6 +11,9 @@ without knowing which batcher made it:
     decoder_attention_mask   b u  long   1 = token, 0 = padding            (Seq2SeqBatches only)
 
 For encoder-decoder batches ``labels`` is b u: it lines up with ``decoder_input_ids``.
+An image classifier's batches (`glassformer.train.images`) hold ``pixel_values`` (b C H W
+float) in place of ``input_ids``, and one label per image (b); `model_input` and `tokens_in`
+read either kind.
 
 Batch ``k`` of a batcher depends only on ``(seed, k)`` (a fresh ``numpy`` generator seeded
 with both), so a batcher is an infinite iterator whose whole state is two ints: `state_dict`
@@ -99,6 +102,20 @@ class Batches(ABC):
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v:,}" for k, v in self._config().items())
         return f"{type(self).__name__}({settings}, seed={self.seed}, step={self.step})"
+
+
+def model_input(batch: Batch) -> torch.Tensor:
+    """What the model's first stack reads from ``batch``: its ``input_ids``, or an image batch's
+    ``pixel_values``."""
+    return batch["pixel_values"] if "pixel_values" in batch else batch["input_ids"]
+
+
+def tokens_in(batch: Batch, n_patches: int = 0) -> int:
+    """The tokens ``batch`` feeds the model: b x t ids, or b images of ``n_patches`` + 1 tokens
+    (the patches and [CLS]) for a vision model."""
+    if "pixel_values" in batch:
+        return len(batch["pixel_values"]) * (n_patches + 1)
+    return batch["input_ids"].numel()
 
 
 def eval_batches(batches: Batches, n_batches: int, seed: int = 0) -> list[Batch]:

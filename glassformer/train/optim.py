@@ -7,7 +7,8 @@ toward zero at each step, independently of the gradient::
 
 That pull is a prior that weights should be small. It makes sense for the matrices of
 ``nn.Linear`` layers (the stacked q/k/v projection ``qkv_proj``, ``o_proj``, the FFN, a
-pooler, an untied LM head), whose scale the following normalization absorbs anyway. It
+pooler, an untied LM head; a ViT's patch projection W_patch, kept as a convolution), whose
+scale the following normalization absorbs anyway. It
 does not make sense for:
 
 - biases and normalization gains (``LayerNorm.weight`` starts at 1: decaying it fights
@@ -46,13 +47,13 @@ def parameter_groups(
 ) -> list[dict[str, Any]]:
     """Two optimizer param groups: ``[decayed, not decayed]``, each with ``param_names``.
 
-    Decayed: the ``weight`` of every ``nn.Linear`` (and, with ``decay_embeddings=True``,
-    of every ``nn.Embedding``). Everything else gets ``weight_decay=0.0``. Parameters
-    with ``requires_grad=False`` are left out; tied parameters appear once, under the
-    name ``model.named_parameters()`` gives them.
+    Decayed: the ``weight`` of every ``nn.Linear`` and ``nn.Conv2d`` (and, with
+    ``decay_embeddings=True``, of every ``nn.Embedding``). Everything else gets
+    ``weight_decay=0.0``. Parameters with ``requires_grad=False`` are left out; tied
+    parameters appear once, under the name ``model.named_parameters()`` gives them.
     """
     _check_non_negative("weight_decay", weight_decay)
-    linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, nn.Linear)}
+    linear_weights = {id(m.weight) for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv2d))}
     embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     decay: dict[str, Any] = {"params": [], "param_names": [], "weight_decay": float(weight_decay)}
     no_decay: dict[str, Any] = {"params": [], "param_names": [], "weight_decay": 0.0}

@@ -10,8 +10,9 @@ autocast when the run asks for it), the median of ``TIMED_STEPS`` steps after ``
 
 (the trainer evaluates every ``eval_interval`` steps and after the last one).
 
-A synthetic task's data is made in a moment, so its run is the real one (`runs.prepare`): its
-batches, its validation set and the generation its evaluation scores. A corpus's or a
+A synthetic task's data is made in a moment, and so are the digits (bundled with scikit-learn),
+so their run is the real one (`runs.prepare`): its batches, its validation set and what its
+evaluation scores. A corpus's or a
 classifier's run would first download its text and tokenize it; its stand-in is the run's
 model on random ids of the run's batch size and context, which cost what real ids do (every
 layer does the same arithmetic whatever the ids), with ``eval_batches`` validation batches;
@@ -37,6 +38,7 @@ from glassformer.config import ModelConfig
 from glassformer.models import build
 from glassformer.tokenizers import load_tokenizer
 from glassformer.train.genres import GENRES
+from glassformer.train.images import DIGITS_CORPUS
 from glassformer.train.runs import Prepared, prepare, pretrained_classifier
 from glassformer.train.settings import RunConfig
 
@@ -82,9 +84,10 @@ def evaluations(run: RunConfig) -> int:
 
 
 def stand_in(run: RunConfig) -> Prepared:
-    """``run`` ready to train without its data: a synthetic task's real preparation; for a
-    corpus or a classifier, its model on random ids (the module docstring says why)."""
-    if run.data.objective in ("task", "seq2seq"):
+    """``run`` ready to train without its data: a synthetic task's or the digits' real
+    preparation; for a corpus or a text classifier, its model on random ids (the module
+    docstring says why)."""
+    if run.data.objective in ("task", "seq2seq") or run.data.corpus == DIGITS_CORPUS:
         return prepare(run)
     if run.train.init_from != "scratch":
         net, _ = pretrained_classifier(run)

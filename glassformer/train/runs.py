@@ -12,6 +12,9 @@
   passages, split by play (`glassformer.train.genres`), class-balanced training batches,
   every validation passage once, macro-F1 and the confusion matrix as extra metrics; the
   model is built from scratch or is ``train.init_from`` (MiniLM) under a new head.
+* Image classification (``objective = "classify"``, ``corpus = "digits"``): a vision
+  transformer on scikit-learn's 8 x 8 digits, split once (`glassformer.train.images`); no
+  tokenizer: the batches hold pixels.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from glassformer.generate import GenerationSettings, generate_ids
 from glassformer.models import TransformerModel, build, with_classifier
 from glassformer.tokenizers import Tokenizer, load_tokenizer
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.train import classification
+from glassformer.train import classification, images
 from glassformer.train import corpus as corpora
 from glassformer.train.data import LMBatches, MLMBatches
 from glassformer.train.genres import GENRES, shakespeare_genres
@@ -219,11 +222,14 @@ def pretrained_classifier(run: RunConfig) -> tuple[TransformerModel, Tokenizer]:
 
 def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
     """The genre task: passages tokenized (at most ``train.context`` tokens, a closing [SEP]
-    kept), a model from scratch or ``train.init_from`` under a new head, balanced batches."""
+    kept), a model from scratch or ``train.init_from`` under a new head, balanced batches; or
+    the digits (`_prepare_digits`)."""
+    if run.data.corpus == images.DIGITS_CORPUS:
+        return _prepare_digits(run)
     if run.data.corpus != "shakespeare-genre":
         raise ValueError(
-            "data.objective='classify' has one task, data.corpus='shakespeare-genre', "
-            f"not {run.data.corpus!r}"
+            "data.objective='classify' has two tasks, data.corpus='shakespeare-genre' (text) and "
+            f"{images.DIGITS_CORPUS!r} (images), not {run.data.corpus!r}"
         )
     split = shakespeare_genres(data_dir, **run.data.task)
     s, n_classes = run.train, len(GENRES)
@@ -257,3 +263,18 @@ def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
     bfloat16 = s.dtype == "bfloat16"
     sample = classification.sampler(val, [p.text for p in split.val], GENRES)
     return Prepared(net, tokenizer, train, val, sample, classification.extra_eval(val, bfloat16))
+
+
+def _prepare_digits(run: RunConfig) -> Prepared:
+    """A vision transformer on the 8 x 8 digits (`glassformer.train.images`): trained from
+    scratch on the training images, evaluated on every held-out image; no tokenizer."""
+    if run.train.init_from != "scratch":
+        raise ValueError(f"the digits are learned from scratch; train.init_from={run.train.init_from!r}")
+    split = images.digits_task(**run.data.task)
+    s = run.train
+    net = build(images.digits_config(run))
+    train = images.ImageBatches(split.train_images, split.train_labels, s.batch_size, s.seed)
+    val = images.in_order(split.test_images, split.test_labels, s.batch_size)
+    bfloat16 = s.dtype == "bfloat16"
+    sample = images.sampler(val, images.DIGITS)
+    return Prepared(net, None, train, val, sample, classification.extra_eval(val, bfloat16))

@@ -48,7 +48,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "seq2seq": config.seq2seq,
         },
         "norm": config.norm,
-        "placement": config.norm_placement,
+        "placement": config.norm_placement,  # pre, post, sandwich (Gemma 2, 3), output (OLMo 2)
         "parallel_residual": config.parallel_residual,  # attention and the FFN both read x
         "shared_norm": config.shared_norm,  # ... through one norm (Phi-2)
         "positions": config.positions,
@@ -60,8 +60,13 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "d_head": config.d_head,
             "scale": config.attn_scale if config.attn_scale is not None else config.d_head**-0.5,
             "window": config.attn_window,  # None: every key the mask allows
+            # each block's own window (None: global), by layer; Gemma 2 and 3 mix both
+            "layer_windows": [config.layer_window(i) for i in range(max(config.stack_depths))],
+            "global_every": config.global_every,
+            "softcap": config.attn_softcap,  # scores -> cap tanh(scores / cap) before the mask (Gemma 2)
             "qkv_bias": config.qkv_bias,
-            "qk_norm": config.qk_norm,  # each head's q and k normalized before RoPE
+            "qk_norm": config.qk_norm,  # q and k normalized before RoPE
+            "qk_norm_scope": config.qk_norm_scope,  # each head's e features, or all h e (g e) at once
             "out_bias": config.out_bias,
         },
         "ffn": {
@@ -69,6 +74,13 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "gated": config.gated,
             "d_ff": config.d_ff,
             "bias": config.ffn_bias,
+            # a mixture of experts: n experts of expert_d_ff, k per token (0: one dense FFN)
+            "experts": config.n_experts,
+            "per_token": config.experts_per_token if config.moe else 0,
+            "expert_d_ff": config.expert_d_ff if config.moe else 0,
+            "shared_d_ff": config.shared_expert_d_ff,
+            "router": config.router if config.moe else None,
+            "normalize_weights": config.normalize_expert_weights,
         },
         "d_model": config.d_model,
         "vocab_size": config.vocab_size,
@@ -94,7 +106,9 @@ def _position_params(config: ModelConfig) -> dict[str, Any]:
         return {"style": config.sinusoidal_style}  # interleaved: sin, cos, ...; halved: sins, cosines
     if config.positions == "rope":
         rotary = RotaryEmbedding(config)  # NTK scaling raises the base; linear divides positions
+        local = config.rope_local_base if config.attn_window is not None else None
         return {
+            "local_base": local,  # the windowed layers' own base, unscaled (Gemma 3); None: one base
             "base": config.rope_base,
             "style": config.rope_style,  # rotate_half pairs (i, i + e/2); interleaved (2i, 2i + 1)
             "scaling": config.rope_scaling,
@@ -130,6 +144,7 @@ def _head(config: ModelConfig) -> dict[str, Any]:
     mlm = config.masked_lm
     return {
         "tied": config.tie_embeddings,  # output matrix E^T, the token table transposed
+        "softcap": config.logit_softcap,  # logits -> cap tanh(logits / cap) (Gemma 2, 3)
         "bias": True if mlm else config.lm_head_bias,
         "input_scale": 1.0 if mlm else config.lm_head_input_scale,  # T5 (tied): d_model^-0.5
     }
@@ -142,14 +157,17 @@ def stages(net) -> list[dict[str, Any]]:
     config = net.config
     causal = {stack.name: stack.causal for stack in config.stacks}
     out = [_stage("tokens", "input", None, "tokens", Context(config))]
+    # the mask, a step with no tensor, comes before the softmax: after the scores, or after
+    # their soft-cap where the model caps them (Gemma 2)
+    masked_after = "attn.capped" if config.attn_softcap is not None else "attn.scores"
     for name in net.hook_points:
         if not _listed(name, config):
             continue
         stack, layer, cross, kind = _parse(name)
-        ctx = Context(config, causal=causal.get(stack, False) and not cross, cross=cross)
+        ctx = Context(config, causal=causal.get(stack, False) and not cross, cross=cross, layer=layer)
         out.append(_stage(name, _group(name, stack, layer, kind), name, kind, ctx))
-        if kind == "attn.scores" and (ctx.causal or ctx.window):  # the mask: a step with no tensor
-            mask = name.removesuffix("scores") + "mask"
+        if kind == masked_after and (ctx.causal or ctx.window):
+            mask = name.removesuffix(kind.removeprefix("attn.")) + "mask"
             out.append(_stage(mask, out[-1]["group"], None, "attn.mask", ctx))
     return out
 
@@ -159,8 +177,8 @@ def _listed(name: str, config: ModelConfig) -> bool:
     final norm (the identity: each block already normalized its sum), and the vocabulary head
     of a model without one (a sentence encoder, a classifier)."""
     if name.endswith("final_norm"):
-        return config.norm_placement == "pre"
-    if name == "logits":
+        return config.norm_placement != "post"
+    if name in ("logits", "logits_raw"):
         return config.has_lm_head
     return True
 

@@ -48,7 +48,7 @@ SHORT_INPUT = 64  # up to this many tokens, previews and head-averaged patterns 
 # longer walk capture the attention scores and weights: a hook there takes attention off its
 # fused path (t² floats per head made), 2.2x the whole pass of 1,000 tokens; the walk gives
 # their shapes and /api/stage their values.
-ATTENTION_MAPS = (".scores", ".pattern")
+ATTENTION_MAPS = (".scores", ".capped", ".pattern")  # h t s: soft-capped scores too (Gemma 2)
 
 
 def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict[str, Any]:

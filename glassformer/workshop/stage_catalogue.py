@@ -36,6 +36,7 @@ from glassformer.nn.blocks import Block
 from glassformer.nn.embeddings import Embeddings
 from glassformer.nn.ffn import FeedForward
 from glassformer.nn.masks import build_mask
+from glassformer.nn.moe import MoEFeedForward, router_scores
 from glassformer.workshop import stage_words as words
 from glassformer.workshop.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words
 
@@ -128,6 +129,13 @@ CATALOGUE: dict[str, Entry] = {
         words.fixed("Every query is compared with every key: a high score means a good match."),
         lambda ctx: Attention.explicit_attention,
     ),
+    "attn.capped": Entry(
+        words.fixed("h t s"),
+        words.capped_title,
+        words.fixed("keep every score in range"),
+        words.capped_words,
+        lambda ctx: Attention.explicit_attention,
+    ),
     "attn.mask": Entry(
         words.fixed("t s"), words.mask_title, words.mask_plain, words.mask_words, lambda ctx: build_mask
     ),
@@ -154,6 +162,13 @@ CATALOGUE: dict[str, Entry] = {
         words.fixed("combine the heads"),
         words.fixed("The results of the attention heads are combined back into one vector per token."),
         lambda ctx: Attention.forward,
+    ),
+    "attn.post_norm": Entry(
+        words.fixed("t d"),
+        lambda ctx: words.post_norm_title(ctx, "cross-attention" if ctx.cross else "attention"),
+        words.fixed("normalize what attention found"),
+        lambda ctx: words.post_norm_words(ctx, "Cross-attention" if ctx.cross else "Attention"),
+        lambda ctx: Block._sublayer,
     ),
     "resid_mid": Entry(
         words.fixed("t d"),
@@ -206,6 +221,64 @@ CATALOGUE: dict[str, Entry] = {
         words.fixed("…and it is squeezed back to the stream's size."),
         lambda ctx: FeedForward.forward,
     ),
+    "ffn.router_logits": Entry(
+        words.fixed("t n"),
+        words.fixed("router logits: x W_router"),
+        words.fixed("score every expert"),
+        words.router_words,
+        lambda ctx: MoEFeedForward.forward,
+    ),
+    "ffn.router_probs": Entry(
+        words.fixed("t n"),
+        lambda ctx: f"router scores: {ctx.config.router}(logits)",
+        words.fixed("turn the scores into shares"),
+        words.router_probs_words,
+        lambda ctx: router_scores,
+    ),
+    "ffn.experts": Entry(
+        words.fixed("t k"),
+        lambda ctx: f"the top-{ctx.config.experts_per_token} experts of each token",
+        words.fixed("pick the best experts"),
+        lambda ctx: (
+            f"Each token picks the {ctx.config.experts_per_token} experts with the highest scores; "
+            f"the other {ctx.config.n_experts - ctx.config.experts_per_token} do no work for it."
+        ),
+        lambda ctx: MoEFeedForward.forward,
+    ),
+    "ffn.expert_weights": Entry(
+        words.fixed("t k"),
+        words.expert_weights_title,
+        words.fixed("how much each chosen expert counts"),
+        words.expert_weights_words,
+        lambda ctx: MoEFeedForward.forward,
+    ),
+    "ffn.expert_out": Entry(
+        words.fixed("k t d"),
+        words.fixed("each chosen expert's output FFN_E(x)"),
+        words.fixed("each chosen expert does its work"),
+        words.fixed(
+            "Each chosen expert, a feed-forward layer of its own, processes the token: one "
+            "vector per expert the token picked."
+        ),
+        lambda ctx: MoEFeedForward._run_experts,
+    ),
+    "ffn.shared_out": Entry(
+        words.fixed("t d"),
+        words.fixed("the shared expert: sigmoid(x w_s) FFN_shared(x)"),
+        words.fixed("the expert every token uses"),
+        words.fixed(
+            "One more expert works on every token, and a gate between 0 and 1 decides how much "
+            "of its answer to add."
+        ),
+        lambda ctx: MoEFeedForward.forward,
+    ),
+    "ffn.post_norm": Entry(
+        words.fixed("t d"),
+        lambda ctx: words.post_norm_title(ctx, "feed-forward"),
+        words.fixed("normalize what the feed-forward layer made"),
+        lambda ctx: words.post_norm_words(ctx, "The feed-forward layer"),
+        lambda ctx: Block._sublayer,
+    ),
     "resid_post": Entry(
         words.fixed("t d"),
         words.add_title,
@@ -222,6 +295,13 @@ CATALOGUE: dict[str, Entry] = {
         words.fixed("normalize one last time"),
         words.fixed("After the last block, the vectors are normalized one last time."),
         lambda ctx: TransformerStack.forward,
+    ),
+    "logits_raw": Entry(
+        words.fixed("t v"),
+        words.fixed("raw logits: the LM head, before the soft-cap"),
+        words.fixed("score every token in the vocabulary"),
+        words.logits_raw_words,
+        lambda ctx: TransformerModel.head_logits,
     ),
     "logits": Entry(
         words.fixed("t v"),

@@ -45,10 +45,22 @@ class Context:
     config: ModelConfig
     causal: bool = False  # its stack's self-attention hides later tokens (a decoder's)
     cross: bool = False  # a cross-attention step (the decoder reads the encoder)
+    layer: int | None = None  # its block (None: not in a block)
 
     @property
     def pre(self) -> bool:
-        return self.config.norm_placement == "pre"
+        """A norm on each sublayer's input: pre-norm, and the first norm of a sandwich."""
+        return self.config.norm_placement in ("pre", "sandwich")
+
+    @property
+    def post(self) -> bool:
+        """A norm after each residual add (post-norm, the original Transformer, BERT)."""
+        return self.config.norm_placement == "post"
+
+    @property
+    def normed_output(self) -> bool:
+        """A norm on each sublayer's output, before the add: a sandwich's second, OLMo 2's only."""
+        return self.config.norm_placement in ("sandwich", "output")
 
     @property
     def norm(self) -> str:
@@ -60,8 +72,11 @@ class Context:
 
     @property
     def window(self) -> int | None:
-        """The sliding window of self-attention (cross-attention sees every encoder token)."""
-        return None if self.cross else self.config.attn_window
+        """The sliding window of this block's self-attention (None: global; Gemma 2, 3 mix both;
+        cross-attention sees every encoder token)."""
+        if self.cross:
+            return None
+        return self.config.attn_window if self.layer is None else self.config.layer_window(self.layer)
 
 
 Words = Callable[[Context], str]
@@ -72,17 +87,56 @@ def fixed(text: str) -> Words:
 
 
 def add_title(ctx: Context) -> str:
-    return "residual add: x + out" if ctx.pre else f"residual add, then {ctx.norm}: {ctx.norm}(x + out)"
+    if ctx.post:
+        return f"residual add, then {ctx.norm}: {ctx.norm}(x + out)"
+    return f"residual add: x + {ctx.norm}(out)" if ctx.normed_output else "residual add: x + out"
 
 
 def add_plain(ctx: Context) -> str:
-    return "add to the stream" if ctx.pre else "add to the stream, then normalize"
+    return "add to the stream, then normalize" if ctx.post else "add to the stream"
 
 
 def then_normalized(ctx: Context) -> str:
-    if ctx.pre:
+    if not ctx.post:
         return ""
     return f" Then the sum is {NORM_WORDS}: this model normalizes after each addition (post-norm)."
+
+
+def post_norm_title(ctx: Context, what: str) -> str:
+    which = "the second norm, " if ctx.pre else ""
+    return f"{what} output, {ctx.norm} ({which}before the add)"
+
+
+def post_norm_words(ctx: Context, what: str) -> str:
+    placement = (
+        "a norm on each sublayer's input and another on its output (a sandwich, Gemma 2 and 3)"
+        if ctx.pre
+        else "its norms on each sublayer's output, not its input (OLMo 2)"
+    )
+    return (
+        f"{what}'s result is {NORM_WORDS} before it joins the stream: this model has {placement}, "
+        "so no sublayer can add a huge vector to the stream."
+    )
+
+
+def capped_title(ctx: Context) -> str:
+    cap = ctx.config.attn_softcap
+    return f"soft-cap: {cap:g} * tanh(S / {cap:g})"
+
+
+def capped_words(ctx: Context) -> str:
+    cap = ctx.config.attn_softcap
+    return (
+        f"Each score is squashed smoothly into the range -{cap:g} to {cap:g}: small scores stay as "
+        "they are, large ones flatten out, so no single match can take all the attention."
+    )
+
+
+def logits_raw_words(ctx: Context) -> str:
+    return (
+        "The last token's vector is compared with every word in the vocabulary: a raw score for each "
+        "possible next token, before this model limits how large a score may grow."
+    )
 
 
 def scores_title(ctx: Context) -> str:
@@ -160,10 +214,19 @@ def embed_out_words(ctx: Context) -> str:
 
 
 def logits_title(ctx: Context) -> str:
+    cap = ctx.config.logit_softcap
+    if cap is not None:
+        return f"logits, soft-capped: {cap:g} * tanh(z / {cap:g})"
     return "logits: the masked-LM head" if ctx.config.masked_lm else "logits: the LM head"
 
 
 def logits_words(ctx: Context) -> str:
+    cap = ctx.config.logit_softcap
+    if cap is not None:
+        return (
+            f"The raw scores are squashed smoothly into the range -{cap:g} to {cap:g}: the order of "
+            "the tokens stays, but no score can run away."
+        )
     if ctx.config.masked_lm:
         return (
             "Each vector is compared with every word in the vocabulary: a score for each "
@@ -199,10 +262,14 @@ def k_title(ctx: Context) -> str:
 
 def _after_projection(ctx: Context) -> str:
     """What q and k go through after their projection: q/k-norm, then RoPE ("" for neither)."""
-    steps = [f"{ctx.norm} per head" if ctx.config.qk_norm else ""]
+    scope = "over all heads" if ctx.config.qk_norm_scope == "all" else "per head"
+    steps = [f"{ctx.norm} {scope}" if ctx.config.qk_norm else ""]
     rope = ctx.config.positions == "rope" and not ctx.cross
     partial = ctx.config.rotary_dim
     turned = f"RoPE on its first {partial} of {ctx.config.d_head} features" if partial else "RoPE"
+    local = ctx.config.rope_local_base
+    if local is not None and ctx.window is not None:  # Gemma 3: a windowed layer's own base
+        turned += f" (base {local:g}, this windowed layer's own)"
     steps.append(turned if rope else "")
     steps = [step for step in steps if step]
     return f"{', then '.join(steps)} applied" if steps else ""
@@ -211,3 +278,28 @@ def _after_projection(ctx: Context) -> str:
 def self_or_cross(ctx: Context, what: str) -> str:
     name = "cross-attention" if ctx.cross else "self-attention"
     return f"{name} {what}"
+
+
+def router_words(ctx: Context) -> str:
+    n = ctx.config.n_experts
+    return (
+        f"This layer has {n} experts, {n} small feed-forward networks, and a router that gives "
+        "every token a score for each of them."
+    )
+
+
+def router_probs_words(ctx: Context) -> str:
+    if ctx.config.router == "softmax":
+        return "The softmax turns each token's scores into shares of 1 across the experts."
+    return "A sigmoid turns each score into a number between 0 and 1, each expert on its own."
+
+
+def expert_weights_title(ctx: Context) -> str:
+    if ctx.config.normalize_expert_weights:
+        return "expert weights w: the top-k scores / their sum"
+    return "expert weights w: the top-k scores"
+
+
+def expert_weights_words(ctx: Context) -> str:
+    rescaled = " rescaled to add up to 1" if ctx.config.normalize_expert_weights else ""
+    return f"The chosen experts' scores,{rescaled}, say how much each one's answer counts."

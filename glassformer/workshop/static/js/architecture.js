@@ -14,8 +14,26 @@ const FAMILY_WORDS = {
     "an encoder-decoder (like T5): the encoder reads your text, and the decoder writes, looking back at the encoder through cross-attention",
 };
 
+// where a block's norms sit (config.norm_placement)
+const PLACEMENTS = {
+  pre: "pre-norm: before each sublayer",
+  post: "post-norm: after each residual add",
+  sandwich: "a sandwich: before and after each sublayer",
+  output: "on each sublayer's output, before the add",
+};
+
 const CHART_HEIGHT = 60; // px
 const CHART_BAR = 12; // px per layer
+
+/** Which blocks look through a sliding window: "window of 4", or Gemma's mix "window of 4,
+ * every 2nd block global"; "" when every block is global. */
+export function windowWords(a) {
+  const widths = [...new Set((a.layer_windows ?? []).filter((w) => w !== null))];
+  if (!widths.length) return "";
+  const every = a.global_every;
+  const nth = every === 2 ? "2nd" : every === 3 ? "3rd" : `${every}th`;
+  return `window of ${widths.join(", ")}${every ? `, every ${nth} block global` : ""}`;
+}
 
 function layers(arch) {
   return arch.stacks.map((s) => `${s.layers} ${s.name ? `${s.name} ` : ""}block${s.layers === 1 ? "" : "s"}`).join(" and ");
@@ -37,9 +55,11 @@ function facts(arch, model, level) {
     ["attention", headsText(a)],
     ["feed-forward", `${arch.ffn.activation}${arch.ffn.gated ? " (gated)" : ""}, d_ff = ${arch.ffn.d_ff}`],
     ["positions", arch.positions_text],
-    ["norm", `${norm}, ${arch.placement}-norm`],
+    ["norm", `${norm}, ${PLACEMENTS[arch.placement] ?? arch.placement}`],
     ["vocabulary", `${arch.vocab_size.toLocaleString("en")} tokens`],
   ];
+  const limits = [windowWords(a), a.softcap ? `scores soft-capped at ±${a.softcap}` : "", arch.head?.softcap ? `logits soft-capped at ±${arch.head.softcap}` : ""];
+  if (limits.some(Boolean)) rows.push(["limits", limits.filter(Boolean).join("; ")]);
   if (model) rows.push(["parameters", count(model.parameters)], ["max_seq_len", model.max_seq_len.toLocaleString("en")]);
   if (level === "advanced") {
     rows.push(["config", `n_heads=${a.heads} n_kv_heads=${a.kv_heads} d_head=${a.d_head} positions=${arch.positions} norm=${arch.norm} norm_placement=${arch.placement} activation=${arch.ffn.activation}`]);

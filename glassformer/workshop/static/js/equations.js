@@ -72,10 +72,21 @@ function normDefinition(arch, u = "x", moments = true) {
 const momentsNote = (arch) =>
   arch.norm === "rmsnorm" ? "" : `μ, σ²: the mean and the (biased) variance of the ${arch.d_model} features`;
 
+/** A sublayer's input: normed first (pre-norm, a sandwich's first norm) or read as it is. */
 function normStep(arch, value) {
-  return arch.placement === "pre"
-    ? eq(`\\hat{x} = ${normDefinition(arch)}`, "", value)
-    : eq("\\hat{x} = x", "post-norm: the norm comes after the residual add", value);
+  if (arch.placement === "pre" || arch.placement === "sandwich") return eq(`\\hat{x} = ${normDefinition(arch)}`, "", value);
+  const why = arch.placement === "output" ? "the norm comes after the sublayer, on its output" : "post-norm: the norm comes after the residual add";
+  return eq("\\hat{x} = x", why, value);
+}
+
+/** A sublayer's output normed before the add (a sandwich's second norm; OLMo 2's only one). */
+function postNorm(arch, normed, output, value) {
+  const which = arch.placement === "sandwich" ? "a sandwich: a norm before the sublayer and one after it" : "the only norm of the sublayer, on its output";
+  return eq(
+    `${normed} = \\mathrm{${normName(arch)}}(${output}), \\quad ${normDefinition(arch, "u", false)}`,
+    `${which}; its own γ${momentsNote(arch) ? `; ${momentsNote(arch)}` : ""}`,
+    value,
+  );
 }
 
 // [name, definition, note]: exact GELU uses the normal CDF, the tanh variants approximate it
@@ -119,8 +130,8 @@ function sinusoids(arch, value) {
 
 /** RoPE's angle for pair i at position p: p θ_i, θ_i = base^(−2i/e) (NTK: a raised base;
  * linear: positions divided by the factor), as nn/positions.py RotaryEmbedding. */
-function ropeAngles(arch) {
-  const rope = arch.position_params;
+function ropeAngles(arch, layer = null) {
+  const rope = ropeOf(arch, layer);
   const e = arch.attention.d_head;
   const ntk = rope.scaling === "ntk";
   const theta = `\\theta_i = ${ntk ? "b" : exact(rope.base)}^{-2i/${num(e)}}`;
@@ -129,6 +140,14 @@ function ropeAngles(arch) {
     : "";
   const p = rope.position_scale !== 1 ? `\\tfrac{p}{${num(1 / rope.position_scale)}}` : "p"; // linear scaling
   return `\\text{angle}_i = ${p}\\, \\theta_i, \\quad ${theta}${raised}`;
+}
+
+/** The RoPE constants of a block: Gemma 3's windowed blocks turn by their own base, unscaled. */
+function ropeOf(arch, layer) {
+  const rope = arch.position_params;
+  const windowed = layer !== null && (arch.attention.layer_windows ?? [])[layer] != null;
+  if (!rope.local_base || !windowed) return rope;
+  return { ...rope, base: rope.local_base, scaled_base: rope.local_base, scaling: "none", position_scale: 1 };
 }
 
 function ropePairs(arch) {
@@ -161,7 +180,7 @@ function positionBias(arch, causal) {
 const isRope = (arch, cross) => arch.positions === "rope" && !cross;
 const stackOf = (arch, stage) => arch.stacks.find((s) => s.name === parseStage(stage.id).stack);
 
-function projection(letter, arch, cross) {
+function projection(letter, arch, cross, layer = null) {
   const a = arch.attention;
   const heads = letter === "Q" ? a.heads : a.kv_heads;
   const source = cross && letter !== "Q" ? "\\mathrm{enc}" : "\\hat{x}";
@@ -170,7 +189,7 @@ function projection(letter, arch, cross) {
   const normed = letter !== "V" && a.qk_norm ? `\\mathrm{${normName(arch)}}_{${letter.toLowerCase()}}(${product})` : product;
   const made = letter !== "V" && isRope(arch, cross) ? `\\mathrm{RoPE}(${normed})` : normed;
   const shape = real(num(arch.d_model), `(${num(heads)} \\cdot ${num(a.d_head)})`);
-  const angles = letter === "Q" && isRope(arch, cross) ? `, \\quad ${ropeAngles(arch)}` : "";
+  const angles = letter === "Q" && isRope(arch, cross) ? `, \\quad ${ropeAngles(arch, layer)}` : "";
   return `${letter} = ${made}, \\quad W_{${letter}} \\in ${shape}${angles}`;
 }
 
@@ -211,10 +230,18 @@ function scores({ arch, value, cross, stage }) {
   return eq(latex, note, value, "scores");
 }
 
+/** The score soft-cap (Gemma 2): every score squashed into (−c, c) before the mask. */
+function capped({ arch, value }) {
+  const c = num(arch.attention.softcap);
+  return eq(`S \\gets ${c} \\tanh\\!\\left(\\dfrac{S}{${c}}\\right)`, `near 0 unchanged; no score beyond ±${arch.attention.softcap}`, value, "scores");
+}
+
 /** Self-attention's mask (nn/masks.py build_mask): causal hides the later keys, a sliding
- * window of w the keys w or more places back. */
+ * window of w the keys w or more places back; each block its own window (Gemma 2, 3). */
 function mask({ arch, stage }) {
-  const window = arch.attention.window;
+  const layer = parseStage(stage.id).layer;
+  const windows = arch.attention.layer_windows;
+  const window = layer !== null && windows ? windows[layer] ?? null : arch.attention.window;
   const causal = Boolean(stackOf(arch, stage)?.causal);
   const hidden = [causal ? "j > i" : null, window ? `j \\le i - ${exact(window)}` : null].filter(Boolean);
   if (!hidden.length) return eq("S_{ij} \\text{ unchanged}", "no key is hidden");
@@ -226,6 +253,9 @@ function mask({ arch, stage }) {
 }
 
 function residual(arch, added, value) {
+  if (arch.placement === "sandwich" || arch.placement === "output") {
+    return eq(`x \\gets x + \\mathrm{${normName(arch)}}(${added})`, "the sublayer's output, normed, added to the stream", value);
+  }
   return arch.placement === "pre"
     ? eq(`x \\gets x + ${added}`, "", value)
     : eq(
@@ -265,9 +295,19 @@ function embedOut({ arch, value, sizes }) {
   return eq(latex, notes.join("; "), value);
 }
 
-function logits({ arch, value }) {
+/** Soft-capped logits (Gemma 2, 3): the head's raw scores z squashed into (−c, c). */
+function cappedLogits({ arch, value }) {
+  const c = num(arch.head.softcap);
+  return eq(
+    `\\mathrm{logits} = ${c} \\tanh\\!\\left(\\dfrac{z}{${c}}\\right)`,
+    `z: the raw logits; their order is kept, no score beyond ±${arch.head.softcap}`,
+    value,
+  );
+}
+
+function logits({ arch, value }, name = "\\mathrm{logits}") {
   const head = arch.head;
-  const x = arch.placement === "pre" ? "\\hat{x}" : "x"; // post-norm: no final norm
+  const x = arch.placement !== "post" ? "\\hat{x}" : "x"; // post-norm: no final norm
   const d = num(arch.d_model);
   const v = num(arch.vocab_size);
   const [matrix, shape] = head.tied ? ["E^{\\top}", `E \\in ${real(v, d)}`] : [W("U"), `${W("U")} \\in ${real(d, v)}`];
@@ -275,7 +315,7 @@ function logits({ arch, value }) {
   if (arch.capabilities.masked_lm) {
     const act = activationName(arch.ffn.activation);
     return eq(
-      `\\mathrm{logits} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${act}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${matrix} + b_{\\mathrm{vocab}},` +
+      `${name} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${act}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${matrix} + b_{\\mathrm{vocab}},` +
         ` \\quad ${shape}, \\quad \\varepsilon = ${exact(arch.norm_eps)}`,
       `the masked-LM head; ${tied}`,
       value,
@@ -289,7 +329,7 @@ function logits({ arch, value }) {
     scaled = root ? "; the stream first scaled by d<sub>model</sub><sup>−1/2</sup> (T5)" : "; the stream first scaled (lm_head_input_scale)";
   }
   return eq(
-    `\\mathrm{logits} = ${input}\\, ${matrix}${plusBias(head.bias, "U")}, \\quad ${shape}`,
+    `${name} = ${input}\\, ${matrix}${plusBias(head.bias, "U")}, \\quad ${shape}`,
     `one score per vocabulary entry; ${tied}${scaled}`,
     value,
   );
@@ -297,7 +337,7 @@ function logits({ arch, value }) {
 
 // the classifier's pooling (glassformer/models/classifier.py pool_sequence)
 function pooled({ arch, value }) {
-  const x = arch.placement === "pre" ? "\\hat{x}" : "x";
+  const x = arch.placement !== "post" ? "\\hat{x}" : "x";
   const forms = {
     cls: [`p = ${x}_0`, "the first token's vector ([CLS]) stands for the sequence"],
     mean: [`p = \\tfrac{1}{T} \\sum_{t} ${x}_t`, "the mean over the real (not padding) tokens"],
@@ -318,8 +358,64 @@ function ffnAct({ arch, value }) {
   return eq(definition ? `${latex}, \\quad ${definition}` : latex, note, value);
 }
 
+// a mixture of experts (glassformer/nn/moe.py): a router, the top k of n experts, their sum
+function routerLogits({ arch, value }) {
+  const f = arch.ffn;
+  return eq(
+    `r = \\hat{x}\\, ${W("router")}, \\quad ${W("router")} \\in ${real(num(arch.d_model), num(f.experts))}`,
+    `one score per expert, ${f.experts} experts`,
+    value,
+  );
+}
+
+function routerProbs({ arch, value }) {
+  const latex = arch.ffn.router === "sigmoid"
+    ? "p_i = \\sigma(r_i) = \\dfrac{1}{1 + e^{-r_i}}"
+    : "p_i = \\operatorname{softmax}_i(r) = \\dfrac{e^{r_i}}{\\sum_{j} e^{r_j}}";
+  return eq(latex, arch.ffn.router === "sigmoid" ? "each expert scored on its own" : "the experts' scores share 1", value);
+}
+
+function chosenExperts({ arch }) {
+  const f = arch.ffn;
+  return eq(
+    `E = \\operatorname{top}_{${num(f.per_token)}}(p) \\subset \\{0, \\dots, ${num(f.experts - 1)}\\}`,
+    `the ${f.per_token} experts with the highest scores; the other ${f.experts - f.per_token} do nothing for this token`,
+  );
+}
+
+function expertWeights({ arch, value }) {
+  const normalized = arch.ffn.normalize_weights;
+  return eq(
+    normalized ? "w_j = \\dfrac{p_{E_j}}{\\sum_{i \\in E} p_i}" : "w_j = p_{E_j}",
+    normalized ? "the chosen scores, rescaled to sum to 1" : "the chosen scores as they are (not rescaled)",
+    value,
+  );
+}
+
+function expertOut({ arch, value }) {
+  const f = arch.ffn;
+  const kind = f.gated ? `(\\mathrm{${activationName(f.activation)}}(\\hat{x}\\, ${W("gate")}^{(E_j)}) \\odot \\hat{x}\\, ${W("up")}^{(E_j)})` : `\\mathrm{${activationName(f.activation)}}(\\hat{x}\\, ${W("up")}^{(E_j)})`;
+  return eq(
+    `y_j = \\mathrm{FFN}_{E_j}(\\hat{x}) = ${kind}\\, ${W("down")}^{(E_j)}, \\quad ${W("down")}^{(E_j)} \\in ${real(num(f.expert_d_ff), num(arch.d_model))}`,
+    `each chosen expert's own feed-forward network, one at a time (${f.per_token} choices)`,
+    value,
+  );
+}
+
+function sharedOut({ value }) {
+  return eq(
+    `s = \\sigma(\\hat{x}\\, w_s)\\, \\mathrm{FFN}_{\\mathrm{shared}}(\\hat{x})`,
+    "an expert every token uses, gated between 0 and 1",
+    value,
+  );
+}
+
 function ffnOut({ arch, value }) {
   const f = arch.ffn;
+  if (f.experts) {
+    const shared = f.shared_d_ff ? " + s" : "";
+    return eq(`y = \\sum_{j=1}^{${num(f.per_token)}} w_j\\, y_j${shared}`, "the chosen experts' outputs, weighted", value);
+  }
   const down = `${W("down")}${plusBias(f.bias, "\\mathrm{down}")}`;
   // gated: the whole layer, (act(x̂ W_gate) ⊙ x̂ W_up) W_down (Shazeer, 2020)
   const gate = `\\hat{x}\\, ${W("gate")}${plusBias(f.bias, "\\mathrm{gate}")}`;
@@ -344,14 +440,17 @@ const EQUATION = {
       : eq(`P[p] \\text{ learned}, \\quad P \\in ${real(num(arch.position_params.max_seq_len), num(arch.d_model))}`, "p: the position, below max_seq_len", value),
   "embed.out": embedOut,
   "attn.in": ({ arch, value }) => normStep(arch, value),
-  "attn.q": ({ arch, value, cross }) => {
+  "attn.q": ({ arch, value, cross, stage }) => {
     const a = arch.attention;
     const rope = isRope(arch, cross) ? `, then RoPE: ${ropePairs(arch)}` : "";
-    return eq(projection("Q", arch, cross), `${a.heads} heads of ${a.d_head}${rope}`, value);
+    const scope = a.qk_norm_scope === "all" ? `over all ${a.heads * a.d_head} query features at once, before the split into heads` : `over each head's ${a.d_head} features`;
+    const normed = a.qk_norm ? `; q/k-norm ${scope}` : "";
+    return eq(projection("Q", arch, cross, parseStage(stage.id).layer), `${a.heads} heads of ${a.d_head}${normed}${rope}`, value);
   },
   "attn.k": ({ arch, value, cross }) => eq(projection("K", arch, cross), keyValueNote("K", arch, cross), value),
   "attn.v": ({ arch, value, cross }) => eq(projection("V", arch, cross), keyValueNote("V", arch, cross), value),
   "attn.scores": scores,
+  "attn.capped": capped,
   "attn.mask": mask,
   "attn.pattern": ({ sizes, value }) =>
     eq(
@@ -375,6 +474,8 @@ const EQUATION = {
       value,
     );
   },
+  "attn.post_norm": ({ arch, value, cross }) =>
+    postNorm(arch, cross ? "\\hat{o}_{\\mathrm{cross}}" : "\\hat{o}", cross ? "\\mathrm{out}_{\\mathrm{cross}}" : "\\mathrm{out}", value),
   resid_mid: ({ arch, value }) => residual(arch, "\\mathrm{out}", value),
   resid_cross: ({ arch, value }) => residual(arch, "\\mathrm{out}_{\\mathrm{cross}}", value),
   "ffn.in": ({ arch, value }) => normStep(arch, value),
@@ -385,10 +486,18 @@ const EQUATION = {
     return eq(latex, "", value);
   },
   "ffn.act": ffnAct,
+  "ffn.router_logits": routerLogits,
+  "ffn.router_probs": routerProbs,
+  "ffn.experts": chosenExperts,
+  "ffn.expert_weights": expertWeights,
+  "ffn.expert_out": expertOut,
+  "ffn.shared_out": sharedOut,
   "ffn.out": ffnOut,
+  "ffn.post_norm": ({ arch, value }) => postNorm(arch, "\\hat{y}", "y", value),
   resid_post: ({ arch, value }) => residual(arch, "y", value),
   final_norm: ({ arch, value }) => eq(`\\hat{x} = ${normDefinition(arch)}`, "", value),
-  logits,
+  logits: (ctx) => (ctx.arch.head.softcap ? cappedLogits(ctx) : logits(ctx)),
+  logits_raw: (ctx) => logits(ctx, "z"),
   "classifier.pooled": pooled,
   "classifier.logits": ({ arch, value }) => {
     const c = arch.classifier.classes.length;

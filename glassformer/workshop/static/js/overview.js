@@ -7,6 +7,7 @@
 //   "blocks.3.attn:2:5" the same, query 5 chosen
 // A box whose step the teaching reveal has not reached yet is drawn without its numbers.
 
+import { windowWords } from "./architecture.js";
 import { slice, unpack } from "./arrays.js";
 import { el } from "./dom.js";
 import { count, number, percent, quoted, tokenText } from "./format.js";
@@ -102,20 +103,41 @@ function attentionWords(arch, cross) {
   const a = arch.attention;
   const heads = a.kind === "MHA" ? `${a.heads} heads` : `${a.heads} query heads, ${a.kv_heads} key/value head${a.kv_heads === 1 ? "" : "s"} (${a.kind})`;
   const where = cross ? "reads the encoder" : arch.positions === "rope" ? "RoPE on q and k" : arch.positions === "alibi" ? "ALiBi bias" : arch.positions === "t5_relative" ? "relative position bias" : "";
-  return [heads, where].filter(Boolean).join(" · ");
+  // q/k-norm (before RoPE), the soft-cap on the scores (before the mask) and the windows
+  const qkNorm = a.qk_norm ? `q/k ${NORM_NAMES[arch.norm]} ${a.qk_norm_scope === "all" ? "over all heads" : "per head"}` : "";
+  const cap = a.softcap ? `scores soft-capped at ${a.softcap}` : "";
+  return [heads, qkNorm, where, cap, cross ? "" : windowWords(a)].filter(Boolean).join(" · ");
 }
 
 function ffnWords(arch) {
   const f = arch.ffn;
-  return `${f.gated ? `gated ${f.activation}` : f.activation}: ${count(arch.d_model)} → ${count(f.d_ff)} → ${count(arch.d_model)}`;
+  const kind = f.gated ? `gated ${f.activation}` : f.activation;
+  if (!f.experts) return `${kind}: ${count(arch.d_model)} → ${count(f.d_ff)} → ${count(arch.d_model)}`;
+  // a mixture of experts: a router picks k of n experts per token and mixes them by weight
+  const shared = f.shared_d_ff ? ` + a shared expert (${count(f.shared_d_ff)})` : "";
+  return `${f.router} router → ${f.per_token} of ${f.experts} experts per token, each ${kind}: ` +
+    `${count(arch.d_model)} → ${count(f.expert_d_ff)} → ${count(arch.d_model)}${shared}; Σ w_j · expert_j(x)`;
 }
+
+// where each sublayer's norms sit (config.norm_placement), as the block's equation
+const PLACEMENT_FLOW = {
+  pre: "x + f(norm(x))",
+  post: "norm(x + f(x))",
+  sandwich: "x + norm(f(norm(x)))", // Gemma 2, 3
+  output: "x + norm(f(x))", // OLMo 2
+};
 
 /** The parts of a block in the order its data flows, as small labelled chips. */
 function blockFlow(arch, hasCross) {
   const norm = NORM_NAMES[arch.norm];
-  const pre = arch.placement === "pre";
+  const placement = arch.placement;
   const part = (name, cls) => el("span", { class: `ov-part ov-part-${cls}` }, name);
-  const sub = (name, cls) => (pre ? [part(norm, "norm"), part(name, cls), part("+ x", "add")] : [part(name, cls), part("+ x", "add"), part(norm, "norm")]);
+  const sub = (name, cls) => {
+    if (placement === "post") return [part(name, cls), part("+ x", "add"), part(norm, "norm")];
+    const before = placement === "output" ? [] : [part(norm, "norm")]; // on the sublayer's input
+    const after = placement === "sandwich" || placement === "output" ? [part(norm, "norm")] : []; // on its output
+    return [...before, part(name, cls), ...after, part("+ x", "add")];
+  };
   if (arch.parallel_residual) { // both read the block's input: side by side, one sum
     const own = arch.shared_norm ? null : part(norm, "norm"); // Phi-2: one norm feeds both
     return el("span", { class: "ov-flow ov-parallel", title: "x + Attn(norm(x)) + FFN(norm(x))" },
@@ -123,8 +145,9 @@ function blockFlow(arch, hasCross) {
       el("span", { class: "ov-branch" }, own, part("attention", "attn")), part("∥", "add"),
       el("span", { class: "ov-branch" }, own?.cloneNode(true), part("feed-forward", "ffn")), part("+ x", "add"));
   }
-  return el("span", { class: "ov-flow" },
-    sub("attention", "attn"), hasCross ? sub("cross-attention", "attn") : null, sub("feed-forward", "ffn"));
+  return el("span", { class: "ov-flow", dataset: { placement }, title: PLACEMENT_FLOW[placement] ?? "" },
+    sub("attention", "attn"), hasCross ? sub("cross-attention", "attn") : null,
+    sub(arch.ffn.experts ? `router → ${arch.ffn.per_token} of ${arch.ffn.experts} experts` : "feed-forward", "ffn"));
 }
 
 /** The residual stream's mean ‖x‖ after each block: one bar per block, each a way in. */
@@ -211,7 +234,7 @@ function outputBoxes(view) {
     const top = payload.prediction.steps[0].top.slice(0, TOP_TOKENS);
     const { settings, token } = payload.prediction;
     return [
-      box({ kind: "head", title: "LM head", detail: `scores for all ${arch.vocab_size.toLocaleString("en")} tokens`,
+      box({ kind: "head", title: "LM head", detail: `scores for all ${arch.vocab_size.toLocaleString("en")} tokens` + (arch.head.softcap ? `, soft-capped: ${arch.head.softcap} · tanh(z / ${arch.head.softcap})` : ""),
         summary: el("ol", { class: "ov-top" }, top.map((e) => el("li", {}, `${quoted(e.token)} ${percent(e.p, 1)}`))), pending, onClick: open(last) }),
       arrow(),
       box({ kind: "sample", title: "Sampling", detail: settings.greedy ? "greedy: the likeliest" : `temperature ${settings.temperature}${settings.top_k ? ` · top-k ${settings.top_k}` : ""}${settings.top_p < 1 ? ` · top-p ${settings.top_p}` : ""}`,

@@ -89,14 +89,16 @@ function shownBias({ bias, score }) {
 }
 
 function caption(level, arch, scale, biased) {
+  const cap = arch.attention.softcap; // Gemma 2: the weights are the softmax of cap · tanh(score / cap)
+  const capped = cap ? ` The scores are soft-capped, ${cap} · tanh(score / ${cap}), before the softmax.` : "";
   if (level === "beginner") {
     return "A token's query is compared with every token's key: multiply them feature by feature, add up, scale. " +
-      "That is the score; softmax turns the scores into the weights.";
+      "That is the score; softmax turns the scores into the weights." + capped;
   }
   const bias = biased ? " + B_ij" : "";
   const words = biased ? "B_ij: the position bias; " : "";
   return `score(i, j) = (Σ_c q_i[c] k_j[c]) × scale${bias} = q_i · k_j × scale${bias}; ${words}` +
-    `scale = ${scaleText(scale, arch.attention.d_head)}. Orange: positive, blue: negative.`;
+    `scale = ${scaleText(scale, arch.attention.d_head)}.${capped} Orange: positive, blue: negative.`;
 }
 
 function check(rows, biased) {

@@ -7,7 +7,8 @@
 //   a classifier's     d, c   one vector: the pooled features, or each label's logit
 // plus the per-token norms the walk payload already holds. Under the heatmap, a view of one
 // token (a row; click one): for q, scores and pattern the query · key sums of one query
-// (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js).
+// (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js), for a
+// mixture of experts' router scores (t n: tokens x experts) the token's routing (moe_routing.js).
 
 import { leadingColumns, slice, unpack } from "./arrays.js";
 import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
@@ -15,6 +16,7 @@ import { el } from "./dom.js";
 import { ffnNeuronsView, isFfnActivation } from "./ffn_neurons.js";
 import { number, percent, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
+import { isRouterScores, moeRoutingView } from "./moe_routing.js";
 import { normBars } from "./norms.js";
 import { queryKeyBase, queryKeyView } from "./query_key.js";
 import { bars } from "./prediction.js";
@@ -32,6 +34,11 @@ const CAPTIONS = {
   scores: {
     beginner: "How well each token's question matches each other token. Orange: a good match, blue: a poor one.",
     other: "Scores before the mask and softmax: rows queries (t), columns keys (s). Hover a cell for its value.",
+  },
+  routing: {
+    beginner: "Each row is a token, each column an expert: how strongly the router sends the token there. " +
+      "Each token goes to its few best experts only.",
+    other: "Rows are tokens (t), columns experts (n): the router's scores. Hover a cell for its value.",
   },
   features: {
     beginner: "Each row is a token; each column is one feature, one of the numbers in its vector. No feature has a " +
@@ -64,13 +71,14 @@ function describeCell(kind, rowAxis, colAxis, head, headLetter) {
   if (kind === "scores") {
     return (row, col, value) => `${headText}query ${name(rowAxis, row)} → key ${name(colAxis, col)}: score ${number(value)}`;
   }
-  const colName = colAxis.letter === "v" ? "vocabulary id" : "feature";
+  const colName = { v: "vocabulary id", n: "expert" }[colAxis.letter] ?? "feature";
   return (row, col, value) => `${headText}token ${name(rowAxis, row)}, ${colName} ${col}: ${number(value)}`;
 }
 
 function mapKind(stage) {
   if (stage.trace.endsWith(".pattern")) return "pattern";
-  if (stage.trace.endsWith(".scores")) return "scores";
+  if (stage.trace.endsWith(".scores") || stage.trace.endsWith(".capped")) return "scores"; // capped: still scores
+  if (isRouterScores(stage.trace)) return "routing";
   return "features";
 }
 
@@ -96,6 +104,11 @@ function rowView({ stage, payload, level, loadStage }, array, onRow) {
     const view = queryKeyView({ base, stage, payload, level, loadStage, onQuery: onRow });
     return { element: view.element, show: (head, row) => view.show(head, row) };
   }
+  if (isRouterScores(stage.trace)) {
+    const tokens = axisTokens(stage.id, "t", payload) ?? [];
+    const view = moeRoutingView({ array, tokens, level, loadStage, trace: stage.trace, onToken: onRow });
+    return { element: view.element, show: (head, row) => view.show(row) };
+  }
   if (isFfnActivation(stage.trace)) {
     const tokens = axisTokens(stage.id, "t", payload) ?? [];
     const view = ffnNeuronsView({ array, tokens, level, onToken: onRow });
@@ -108,7 +121,7 @@ function rowView({ stage, payload, level, loadStage }, array, onRow) {
  * detail window. Returns {element, place(row)}: place outlines the row ``onPick`` was
  * given (null when no row is picked here). */
 function planeMap(kind, options, onPick) {
-  if (kind !== "features" && isLargeMap(options.rows, options.cols)) return attentionCanvas({ ...options, onPick });
+  if (kind !== "features" && kind !== "routing" && isLargeMap(options.rows, options.cols)) return attentionCanvas({ ...options, onPick });
   const element = heatmap(options);
   return { element, place: onPick ? rowPicker(element, options.rows, onPick) : null };
 }
@@ -176,10 +189,11 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
           cols,
           rowLabels: tokenLabels(rowAxis.tokens, rows),
           colLabels: tokenLabels(colAxis.tokens, cols),
-          scale: kind === "pattern" ? "unit" : "diverging",
-          square: kind !== "features",
-          rowTitle: kind === "features" ? "tokens" : "queries",
-          colTitle: kind === "features" ? (colAxis.letter === "v" ? "vocabulary ids" : "features") : "keys",
+          scale: kind === "pattern" || kind === "routing" ? "unit" : "diverging",
+          square: kind === "pattern" || kind === "scores",
+          rowTitle: kind === "pattern" || kind === "scores" ? "queries" : "tokens",
+          colTitle: { pattern: "keys", scores: "keys", routing: "experts" }[kind] ??
+            (colAxis.letter === "v" ? "vocabulary ids" : "features"),
           describe: describeCell(kind, rowAxis, colAxis, current, letters[0]),
         }, view ? pickRow : null);
         const clipped = plane.shape[1] > cols
@@ -228,7 +242,7 @@ function likeliestTokens(root, payload) {
 }
 
 function headButtons(array, kind, heads, current, letter, pick) {
-  const word = letter === "g" ? "kv head" : "head";
+  const word = { g: "kv head", k: "choice" }[letter] ?? "head"; // k: a token's j-th chosen expert
   const buttons = Array.from({ length: heads }, (_, h) => {
     const plane = slice(array, h);
     const [rows, cols] = plane.shape;

@@ -1,0 +1,128 @@
+"""Key map for Hugging Face Gemma 2 and Gemma 3 text decoders (``Gemma2ForCausalLM``,
+``Gemma3ForCausalLM`` with a ``Gemma3TextConfig``, model_type ``gemma3_text``).
+
+Gemma's layout (`hf_gemma`: GeGLU, token vectors times sqrt(d_model), (1 + w) RMSNorms kept
+as our RMSNorm with the weight 1 + w, tied embeddings), and
+
+* a sandwich of norms around each sublayer (``norm_placement="sandwich"``)::
+
+      h   = x + post_attention_layernorm(Attn(input_layernorm(x)))
+      out = h + post_feedforward_layernorm(FFN(pre_feedforward_layernorm(h)))
+
+* sliding-window layers between global ones (``layer_types``; ``attn_window`` with
+  ``global_every``: Gemma 2 alternates, Gemma 3 has five windowed layers per global one);
+* the attention scale ``query_pre_attn_scalar ** -0.5`` (``attn_scale``), not always
+  1/sqrt(d_head);
+* soft-caps, ``cap * tanh(x / cap)``: Gemma 2's on every attention score
+  (``attn_logit_softcapping`` -> ``attn_softcap``) and on the final logits
+  (``final_logit_softcapping`` -> ``logit_softcap``; Gemma 3 too when its config sets it);
+* Gemma 3 only: q/k-norm per head ((1 + w) RMSNorms, before RoPE), and a RoPE base of the
+  windowed layers' own (``rope_local_base_freq`` -> ``rope_local_base``), never scaled, while
+  ``rope_scaling`` (linear) stretches the global layers.
+
+What Hugging Face computes is what we compute: Gemma 3's ``attn_logit_softcapping`` is read
+as no cap, since transformers' Gemma 3 never applies it; what we cannot compute (a pattern of
+windowed and global layers that is not periodic, bidirectional attention, RoPE scalings other
+than linear) is refused. Read, not written, as Gemma (see `hf_gemma`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from glassformer.config import ModelConfig
+from glassformer.formats import hf_llama
+from glassformer.formats.hf_gemma import OffsetByOne
+from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
+
+IGNORED = hf_llama.IGNORED
+NORM = re.compile(r"norm\.weight$")  # every norm of Gemma 2 and 3 is x / rms(x) * (1 + w)
+DEFAULT_PERIOD = {"gemma2": 2, "gemma3_text": 6}  # one global layer in every k, when no layer_types
+OURS = {  # their norm -> ours, in each block
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "attn_post_norm",
+    "pre_feedforward_layernorm": "ffn_norm",
+    "post_feedforward_layernorm": "ffn_post_norm",
+}
+
+
+def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    kind = hf["model_type"]
+    if hf.get("use_bidirectional_attention"):
+        raise ValueError(
+            f"{kind} use_bidirectional_attention=True (an embedding model's encoder) is not supported: "
+            "Glassformer reads Gemma as a causal decoder"
+        )
+    scaling = hf.get("rope_scaling")
+    if scaling and scaling.get("rope_type", scaling.get("type")) == "default":
+        scaling = None  # "default" is no scaling
+    activation = hf.get("hidden_activation") or hf.get("hidden_act") or "gelu_pytorch_tanh"
+    llama = {**hf, "hidden_act": activation, "rope_scaling": scaling, "use_sliding_window": False}
+    base = hf_llama.config_from_hf(
+        {**llama, "tie_word_embeddings": hf.get("tie_word_embeddings", True)}, keys
+    )
+    window, every = _windows(hf)
+    gemma3 = kind == "gemma3_text"
+    scalar = hf.get("query_pre_attn_scalar", base.d_head)
+    return base.replace(
+        embed_scale=True,
+        norm_placement="sandwich",
+        ffn_bias=False,  # Gemma's MLP has none, whatever mlp_bias says
+        attn_scale=None if scalar == base.d_head else scalar**-0.5,
+        attn_window=window,
+        global_every=every,
+        # transformers' Gemma 3 never passes attn_logit_softcapping to its attention: read as no cap
+        attn_softcap=None if gemma3 else hf.get("attn_logit_softcapping"),
+        logit_softcap=hf.get("final_logit_softcapping"),
+        qk_norm=gemma3,
+        rope_local_base=float(hf.get("rope_local_base_freq", 10000.0)) if gemma3 and window else None,
+    )
+
+
+def _windows(hf: dict[str, Any]) -> tuple[int | None, int]:
+    """(attn_window, global_every) for ``layer_types``: every layer windowed (k = 0), none
+    (no window), or the global ones exactly every k-th (layers k - 1, 2k - 1, ...)."""
+    n = hf["num_hidden_layers"]
+    types = hf.get("layer_types")
+    if not types:  # configs written before layer_types: a period (Gemma 3's sliding_window_pattern)
+        k = hf.get("sliding_window_pattern") or DEFAULT_PERIOD[hf["model_type"]]
+        types = ["full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n)]
+    unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
+    if unknown:
+        raise ValueError(f"{hf['model_type']} layer_types {unknown} are not supported")
+    full = [i for i, kind in enumerate(types) if kind == "full_attention"]
+    if len(full) == len(types) or not hf.get("sliding_window"):
+        return None, 0
+    if not full:
+        return hf["sliding_window"], 0
+    k = full[0] + 1
+    if full != list(range(k - 1, len(types), k)):
+        raise ValueError(
+            f"{hf['model_type']} layer_types put global attention in layers {full}: Glassformer's "
+            f"global_every places it in every k-th layer only (k = {k} would give "
+            f"{list(range(k - 1, len(types), k))})"
+        )
+    return hf["sliding_window"], k
+
+
+def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    out = [
+        Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
+        Mapped("stack.final_norm.weight", "model.norm.weight"),
+    ]
+    if not config.tie_embeddings:
+        out.append(Mapped("lm_head.weight", "lm_head.weight"))
+    for i in range(config.n_layers):
+        ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
+        attn = f"{theirs}.self_attn"
+        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
+        out += with_bias(f"{ours}.attn.o_proj", f"{attn}.o_proj", config.out_bias)
+        out += [Mapped(f"{ours}.{norm}.weight", f"{theirs}.{name}.weight") for name, norm in OURS.items()]
+        if config.qk_norm:
+            out += [Mapped(f"{ours}.attn.{n}_norm.weight", f"{attn}.{n}_norm.weight") for n in ("q", "k")]
+        out += [
+            Mapped(f"{ours}.ffn.{n}_proj.weight", f"{theirs}.mlp.{n}_proj.weight")
+            for n in ("gate", "up", "down")
+        ]
+    return [Mapped(m.ours, m.theirs, OffsetByOne()) if NORM.search(m.theirs) else m for m in out]
