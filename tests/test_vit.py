@@ -21,6 +21,7 @@ from glassformer.formats.hf_export import save_hf
 from glassformer.inspect.costs import flops_per_token, parameter_counts
 from glassformer.nn.patches import NO_VOCABULARY, cut_patches
 from glassformer.train.images import DIGITS, digits_split
+from glassformer.train.pace import measure, stand_in
 from glassformer.train.runs import prepare
 from glassformer.train.settings import apply_overrides, load_preset
 
@@ -254,6 +255,8 @@ def test_count_a_vit_preset_and_hf_directory(tmp_path, capsys):
     built = gf.build(gf.ModelConfig.from_dict(_preset_config()))
     assert figures["total_parameters"] == built.num_parameters() and figures["seq_len"] == 17
     assert figures["parameters"]["patch embedding"] == 1 * 2 * 2 * 64 + 64
+    assert cli.main(["count", "vit-digits"]) == 0
+    assert "8x8x1 images, 2x2 patches (16 + [CLS])" in capsys.readouterr().out
     hf_classifier().save_pretrained(tmp_path)
     assert cli.main(["count", str(tmp_path), "--load", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
@@ -275,6 +278,13 @@ def test_the_digits_split_is_fixed_and_stratified():
     assert (train_share - test_share).abs().max() < 0.01  # every digit in the same proportion
     with pytest.raises(ValueError, match="test_fraction must be a number in"):
         digits_split(1.5)
+
+
+def test_the_lab_times_vit_digits_on_its_own_images():
+    run = load_preset("vit-digits")
+    assert "pixel_values" in stand_in(run).val_batches[0]
+    pace = measure(apply_overrides(run, ["train.eval_interval=1000"]))
+    assert pace.step_s > 0 and pace.evaluation_s > 0
 
 
 def test_vit_digits_trains_and_reads_back(tmp_path, capsys):
