@@ -170,6 +170,12 @@ def _check_vision(config: Any) -> None:
         raise ValueError(f"image_size={size} must be a multiple of patch_size={patch} (whole patches)")
     if config.positions != "learned":
         raise ValueError("a vision transformer learns its positions (one per patch): set positions='learned'")
+    if config.mlm_head:
+        raise ValueError("a vision transformer has no masked-LM head (no vocabulary): set mlm_head=False")
+    if config.vocab_size != 1:
+        raise ValueError(
+            f"vocab_size={config.vocab_size}: a vision transformer reads pixels, not token ids; set vocab_size=1"
+        )
     if config.max_seq_len < config.n_patches + 1:
         raise ValueError(
             f"max_seq_len={config.max_seq_len} must hold the {config.n_patches} patches and [CLS]: "

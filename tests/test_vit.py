@@ -140,8 +140,10 @@ def test_a_vision_model_has_no_tokens_and_a_text_model_no_pixels():
         lm.ids([1, 2, 3])
     with pytest.raises(ValueError, match="has no token table"):
         lm.net.token_embedding  # noqa: B018
-    with pytest.raises(ValueError, match="no vocabulary to predict: set mlm_head=False"):
+    with pytest.raises(ValueError, match="no masked-LM head .no vocabulary.: set mlm_head=False"):
         gf.build(vit_config(mlm_head=True, n_classes=0))
+    with pytest.raises(ValueError, match="reads pixels, not token ids; set vocab_size=1"):
+        vit_config(vocab_size=256)
     text = gf.LanguageModel(gf.build(gf.ModelConfig(vocab_size=50, d_model=32, n_layers=1, n_heads=4)))
     with pytest.raises(ValueError, match="pixel values are for vision models"):
         text.inputs.pixels(torch.rand(1, 1, 8, 8))

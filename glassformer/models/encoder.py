@@ -50,11 +50,6 @@ class EncoderModel(TransformerModel):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__(config)
-        if config.vision and config.mlm_head:
-            raise ValueError(
-                "a vision transformer has no vocabulary to predict: set mlm_head=False (and n_classes "
-                "for an image classifier)"
-            )
         token = None if config.vision else nn.Embedding(config.vocab_size, config.d_model)  # ViT: patches
         self.stack = TransformerStack(config, token, n_layers=config.n_layers, causal=False)
         self.mlm_head = MLMHead(config) if config.mlm_head else None
