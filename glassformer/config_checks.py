@@ -174,7 +174,8 @@ def _check_vision(config: Any) -> None:
         raise ValueError("a vision transformer has no masked-LM head (no vocabulary): set mlm_head=False")
     if config.vocab_size != 1:
         raise ValueError(
-            f"vocab_size={config.vocab_size}: a vision transformer reads pixels, not token ids; set vocab_size=1"
+            f"vocab_size={config.vocab_size}: a vision transformer reads pixels, not token ids; "
+            "set vocab_size=1"
         )
     if config.max_seq_len < config.n_patches + 1:
         raise ValueError(
