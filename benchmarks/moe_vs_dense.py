@@ -16,26 +16,15 @@ run, and we print:
 from __future__ import annotations
 
 import argparse
-import platform
 import tempfile
 import time
 
 import torch
 
+from benchmarks.common import cpu_name
 from glassformer.models.size import active_parameters
 from glassformer.train.runs import prepare
 from glassformer.train.settings import apply_overrides, load_preset
-
-
-def cpu_name() -> str:
-    """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def train(preset: str, steps: int, data_dir: str | None) -> dict:

@@ -33,7 +33,10 @@ def _blocks(name: str, config: ModelConfig) -> list[int]:
 
 
 def init_weights(model: nn.Module, config: ModelConfig) -> None:
-    """Initialize every parameter of ``model`` in place, following ``config.init``."""
+    """Initialize every parameter of ``model`` in place, following ``config.init``. A model
+    built on the meta device (a loader's, `build(initialize=False)`) has no memory to fill."""
+    if any(p.is_meta for p in model.parameters()):
+        return
     residual_std = config.init_std / math.sqrt(2 * sum(config.stack_depths))
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear):
