@@ -106,6 +106,11 @@ def test_even_routing_scores_one_and_one_expert_scores_n():
     collapsed = torch.zeros(1, n, n)
     collapsed[..., 0] = 50.0  # every token sends everything to expert 0
     assert router_losses([collapsed], k=1).aux.item() == pytest.approx(n, abs=1e-3)
+    # capacity c t k / n per expert: an even load drops nothing, a collapsed one all but c / n
+    assert router_losses([even], k=1).overflow.item() == pytest.approx(0.0)
+    losses = router_losses([collapsed], k=1, capacity_factor=1.25)
+    assert losses.overflow.item() == pytest.approx(1 - 1.25 / n)
+    assert losses.over_capacity(2.0).item() == pytest.approx(1 - 2.0 / n)
 
 
 def test_router_losses_reach_the_router_through_the_hooks():
@@ -242,6 +247,7 @@ def test_a_mixture_trains_with_its_router_losses_and_logs_each_expert_s_load(tmp
     load = torch.tensor(rows[-1]["expert_load"])  # layers n
     assert load.shape == (2, 8) and torch.allclose(load.sum(-1), torch.ones(2), atol=1e-3)
     assert rows[-1]["router_aux"] >= 1.0 - 1e-3  # 1 only when perfectly balanced
+    assert len(rows[-1]["expert_overflow"]) == 2 and all(0 <= x < 1 for x in rows[-1]["expert_overflow"])
     net, _ = checkpoint.load_model(tmp_path / "run")
     assert net.config.n_experts == 8 and net.config.experts_per_token == 2
 

@@ -2,8 +2,8 @@
 // t n: the tokens × experts map) and read with the experts each token chose
 // (<block>.ffn.experts, t k) and their weights (<block>.ffn.expert_weights, t k):
 //   at one token   a bar per expert, its score; the chosen ones marked, with their weight w
-//   over all       each expert's load: how many of the t tokens chose it (a capacity of
-//                  t k / n each would be an even load)
+//   over all       each expert's load: how many of the t tokens chose it, in red past a
+//                  capacity of 1.25 t k / n (what a capacity would drop; this model drops none)
 // A click on a row of the map, or on a token here, picks the token.
 
 import { unpack } from "./arrays.js";
@@ -11,6 +11,7 @@ import { el } from "./dom.js";
 import { number, quoted, tokenText } from "./format.js";
 
 const BAR_WIDTH = 140; // px for a score of 1
+const CAPACITY_FACTOR = 1.25; // glassformer/nn/moe.py CAPACITY_FACTOR: room for 1.25 even shares
 
 /** Whether a trace name holds a mixture's router scores (t n). */
 export function isRouterScores(trace) {
@@ -46,17 +47,19 @@ function loadBars(chosen, experts, tokens) {
   const load = new Array(experts).fill(0);
   for (let i = 0; i < t * k; i += 1) load[chosen.values[i]] += 1;
   const even = (t * k) / experts;
-  const largest = Math.max(...load, even) || 1;
+  const capacity = CAPACITY_FACTOR * even;
+  const largest = Math.max(...load, capacity) || 1;
   const rows = load.map((n, expert) =>
     el(
       "div",
       { class: "moe-load-row", dataset: { expert, load: n } },
       el("span", { class: "moe-name" }, `expert ${expert}`),
-      el("span", { class: "moe-track" }, el("span", { class: n > even ? "moe-bar over" : "moe-bar", style: { width: `${Math.max(1, (BAR_WIDTH * n) / largest)}px` } })),
+      el("span", { class: "moe-track" }, el("span", { class: n > capacity ? "moe-bar over" : "moe-bar", style: { width: `${Math.max(1, (BAR_WIDTH * n) / largest)}px` } })),
       el("span", { class: "moe-score" }, `${n} of ${t} tokens`),
     ));
   return el("div", { class: "moe-load" },
-    el("div", { class: "moe-title" }, `Load: tokens per expert (an even share is ${number(even, 3)})`), rows);
+    el("div", { class: "moe-title" },
+      `Load: tokens per expert (an even share is ${number(even, 3)}; red: past a capacity of ${number(capacity, 3)})`), rows);
 }
 
 /**
