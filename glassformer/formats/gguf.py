@@ -27,14 +27,18 @@ fp16 scale d (two-level quantization):
 
 `gguf.quants.dequantize` (the reference implementation, maintained with llama.cpp)
 turns a block into floats exactly as llama.cpp does; this module checks the storage
-type against `SUPPORTED_STORAGE` and maps the tensor names to our modules. Other types
+type against `SUPPORTED_STORAGE` and reads each tensor, dequantized a chunk of rows at a
+time, into the parameter `glassformer.formats.gguf_architectures` maps it to. Other types
 (the IQ "importance" quants, ternary TQ, MXFP4, ...) are refused before anything is
 dequantized.
 
-llama.cpp's converter permutes the rows of the Llama Q and K projections (it pairs RoPE
-features as (2i, 2i+1), where Hugging Face pairs (i, i + e/2)); we undo that permutation
-so the weights fit our rotate-half RoPE, as Hugging Face does when it reads a GGUF file.
-Q, K and V are read into the three row blocks of our ``qkv_proj`` = [W_Q; W_K; W_V].
+What each architecture (`SUPPORTED_ARCHITECTURES`: Llama / Mistral / Mixtral, Qwen2, Qwen3,
+Qwen2-MoE, Gemma 1-3, OLMo 2, Phi-3, GPT-NeoX) stores and how it becomes a `ModelConfig` is
+`gguf_architectures`' business: llama.cpp's converter permutes the rows of the Llama Q and K
+projections (it pairs RoPE features as (2i, 2i+1), where Hugging Face pairs (i, i + e/2)), and
+we undo that permutation so the weights fit our rotate-half RoPE, as Hugging Face does when it
+reads a GGUF file; Q, K and V are read into the three row blocks of our ``qkv_proj`` =
+[W_Q; W_K; W_V], and each expert of a mixture out of the one tensor that stacks them.
 
 A damaged file (truncated download, flipped bytes) raises ``ValueError`` naming the
 file; the metadata is checked against the tensors the file really holds before any
@@ -43,19 +47,29 @@ memory is allocated, so a corrupted ``block_count`` cannot make us build a huge 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from glassformer.config import ModelConfig, llama_style
-from glassformer.formats.key_map import Mapped, check_coverage, stacked_qkv
+from glassformer.config import ModelConfig
+from glassformer.formats.gguf_architectures import (
+    IGNORED_TENSORS,
+    SUPPORTED_ARCHITECTURES,
+    RopeRows,
+    StoredRows,
+    architecture,
+    config_from_gguf,
+    key_map,
+    unpermute_rope_rows,
+)
+from glassformer.formats.key_map import Mapped, check_coverage
 from glassformer.models import build
 from glassformer.models.size import ModelTooLarge
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+__all__ = ["SUPPORTED_ARCHITECTURES", "SUPPORTED_STORAGE", "load_gguf", "unpermute_rope_rows"]
 # Storage types we load: the float types and the block quantizations above, each of which
 # `gguf.quants.dequantize` implements and a test checks against Hugging Face's reader.
 SUPPORTED_STORAGE = (
@@ -133,98 +147,7 @@ def _reader(path: str | Path):
         ) from None
 
 
-def _field(reader, key: str, default: Any = None) -> Any:
-    field = reader.fields.get(key)
-    if field is None:
-        if default is None:
-            raise ValueError(f"the GGUF metadata lacks {key!r}")
-        return default
-    try:
-        return field.contents()
-    except UnicodeDecodeError as error:
-        raise ValueError(f"the GGUF metadata {key!r} is not valid UTF-8 (a damaged file?): {error}") from None
-
-
-def _number(reader, key: str, kind: type, default: Any = None) -> Any:
-    """A metadata field that must be an integer (``kind=int``) or a number (``kind=float``)."""
-    value = _field(reader, key, default)
-    allowed = (int,) if kind is int else (int, float)
-    if isinstance(value, bool) or not isinstance(value, allowed):
-        raise ValueError(f"the GGUF metadata {key!r} should be a {kind.__name__}, not {value!r:.60}")
-    return kind(value)
-
-
-def unpermute_rope_rows(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """Undo llama.cpp's Q/K row permutation: per head, rows (0, 2, 4, ..., 1, 3, ...) back
-    to the rotate-half order.  (heads*e, d) -> (heads*e, d)."""
-    rows, cols = weight.shape
-    return weight.reshape(n_heads, rows // n_heads // 2, 2, cols).transpose(1, 2).reshape(rows, cols)
-
-
-def config_from_gguf(reader, n_tokens: int, tied: bool, special: dict[str, int | None]) -> ModelConfig:
-    arch = _field(reader, "general.architecture")
-    if arch not in SUPPORTED_ARCHITECTURES:
-        raise ValueError(
-            f"GGUF architecture {arch!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
-        )
-    for name, value in special.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"the GGUF tokenizer's {name} should be an integer, not {value!r:.60}")
-    n_heads = _number(reader, f"{arch}.attention.head_count", int)
-    d_model = _number(reader, f"{arch}.embedding_length", int)
-    return llama_style(  # the sizes from the metadata; the architecture is Llama's
-        vocab_size=_number(reader, f"{arch}.vocab_size", int, n_tokens),
-        d_model=d_model,
-        n_layers=_number(reader, f"{arch}.block_count", int),
-        n_heads=n_heads,
-        n_kv_heads=_number(reader, f"{arch}.attention.head_count_kv", int, n_heads),
-        d_head=_number(reader, f"{arch}.rope.dimension_count", int, d_model // max(n_heads, 1)),
-        d_ff=_number(reader, f"{arch}.feed_forward_length", int),
-        max_seq_len=_number(reader, f"{arch}.context_length", int, 2048),
-        rope_base=_number(reader, f"{arch}.rope.freq_base", float, 10000.0),
-        norm_eps=_number(reader, f"{arch}.attention.layer_norm_rms_epsilon", float, 1e-6),
-        tie_embeddings=tied,
-        **special,
-    )
-
-
-@dataclass(frozen=True)
-class RopeRows:
-    """Import transform of the Q and K matrices: `unpermute_rope_rows` over ``heads`` heads."""
-
-    heads: int
-
-    def __call__(self, weight: torch.Tensor) -> torch.Tensor:
-        return unpermute_rope_rows(weight, self.heads)
-
-
-def _key_map(config: ModelConfig) -> list[Mapped]:
-    """GGUF tensor -> our parameter (q, k and v -> the row blocks of ``qkv_proj``)."""
-    out = [
-        Mapped("stack.embed.token.weight", "token_embd.weight"),
-        Mapped("stack.final_norm.weight", "output_norm.weight"),
-    ]
-    if not config.tie_embeddings:
-        out.append(Mapped("lm_head.weight", "output.weight"))
-    for i in range(config.n_layers):
-        ours, theirs = f"stack.blocks.{i}", f"blk.{i}"
-        names = (f"{theirs}.attn_q", f"{theirs}.attn_k", f"{theirs}.attn_v")
-        q, k, v = stacked_qkv(f"{ours}.attn", *names, config)
-        out += [
-            replace(q, transform=RopeRows(config.n_heads)),
-            replace(k, transform=RopeRows(config.n_kv_heads)),
-            v,
-            Mapped(f"{ours}.attn.o_proj.weight", f"{theirs}.attn_output.weight"),
-            Mapped(f"{ours}.attn_norm.weight", f"{theirs}.attn_norm.weight"),
-            Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.ffn_norm.weight"),
-            Mapped(f"{ours}.ffn.gate_proj.weight", f"{theirs}.ffn_gate.weight"),
-            Mapped(f"{ours}.ffn.up_proj.weight", f"{theirs}.ffn_up.weight"),
-            Mapped(f"{ours}.ffn.down_proj.weight", f"{theirs}.ffn_down.weight"),
-        ]
-    return out
-
-
-def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> list[Mapped]:
+def _check_tensors(path: Path, config: ModelConfig, arch: str, tensors: dict[str, Any]) -> list[Mapped]:
     """The key map, once the file's tensors are found to be exactly those it expects, with our
     shapes: checked on the meta device, so a damaged header cannot make us allocate (or loop
     over) a huge model."""
@@ -233,11 +156,13 @@ def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> 
         raise ValueError(
             f"{path}: the metadata says {config.n_layers} blocks, the file holds tensors for {len(blocks)}"
         )
-    mapping = _key_map(config)
+    mapping = key_map(config, arch, set(tensors))
     expected = {item.theirs for item in mapping}
-    unknown = sorted(set(tensors) - expected - {"rope_freqs.weight"})
+    unknown = sorted(set(tensors) - expected - IGNORED_TENSORS)
     if unknown:
-        raise ValueError(f"{path}: GGUF tensors this loader does not understand: {', '.join(unknown[:8])}")
+        raise ValueError(
+            f"{path}: GGUF tensors this loader does not understand ({arch}): {', '.join(unknown[:8])}"
+        )
     missing = sorted(expected - set(tensors))
     if missing:
         raise ValueError(f"{path}: the GGUF file lacks the tensors {', '.join(missing[:8])}")
@@ -249,11 +174,22 @@ def _check_tensors(path: Path, config: ModelConfig, tensors: dict[str, Any]) -> 
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
     for item in mapping:
         shape = tuple(int(n) for n in reversed(tensors[item.theirs].shape.tolist()))  # fastest dim first
-        rows = item.rows or (0, params[item.ours].shape[0])
-        needed = (rows[1] - rows[0], *params[item.ours].shape[1:])
-        if shape != needed:
+        rest = tuple(params[item.ours].shape[1:])
+        if isinstance(item.transform, StoredRows):  # one of the pieces cut from this tensor
+            needed = (*item.transform.stored, *rest)
+        else:
+            rows = item.rows or (0, params[item.ours].shape[0])
+            needed = (rows[1] - rows[0], *rest)
+        if _squeezed(shape) != _squeezed(needed):  # a (1, d) matrix may be stored as (d,)
             raise ValueError(f"{path}: {item.theirs} has shape {shape}, our {item.place()} needs {needed}")
     return mapping
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without its leading 1s: (1, 32) and (32,) hold the same values in the same order."""
+    while len(shape) > 1 and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 @dataclass(frozen=True)
@@ -270,7 +206,7 @@ class StoredTensor:
     @classmethod
     def of(cls, tensor) -> StoredTensor:
         data = tensor.data  # a view into the reader's memory map: only its layout is used
-        rows = data.shape[0] if data.ndim > 1 else 1
+        rows = data.size // data.shape[-1] if data.ndim > 1 else 1  # (n, f, d) experts: n f rows
         return cls(tensor.tensor_type, data.dtype, rows, data.size // rows, int(tensor.data_offset))
 
     def read_rows(self, handle, start: int, stop: int) -> np.ndarray:
@@ -286,24 +222,25 @@ class StoredTensor:
 CHUNK_VALUES = 1 << 22  # dequantize about 4M values (16 MB of floats) at a time
 
 
-def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transform: RopeRows | None) -> None:
-    """Fill ``target`` (rows, ...) from the file, a chunk of rows at a time, so the float copy
-    of a quantized matrix never exists next to the model's own."""
+def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transform: Any) -> None:
+    """Fill ``target`` from the file, a chunk of rows at a time, so the float copy of a quantized
+    matrix never exists next to the model's own; a `StoredRows` piece reads only its rows."""
     import gguf
 
-    def floats(start: int, stop: int) -> torch.Tensor:
+    def floats(start: int, stop: int) -> torch.Tensor:  # rows start..stop, (rows, row_items)
         values = gguf.quants.dequantize(stored.read_rows(handle, start, stop), stored.storage)
-        return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(stop - start, *target.shape[1:]))
+        return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(stop - start, -1))
 
     with torch.no_grad():
-        if transform is not None:  # Q/K: the permutation spans each head's rows (small matrices)
-            target.copy_(transform(floats(0, stored.rows)))
+        if isinstance(transform, RopeRows):  # Q/K: the permutation spans each head's rows (small matrices)
+            target.copy_(transform(floats(0, stored.rows).reshape(target.shape)))
             return
-        target = target.view(stored.rows, -1)
+        first, last = transform.rows if isinstance(transform, StoredRows) else (0, stored.rows)
+        target = target.view(last - first, -1)
         step = max(1, CHUNK_VALUES // target.shape[1])
-        for start in range(0, stored.rows, step):
-            stop = min(start + step, stored.rows)
-            target[start:stop].copy_(floats(start, stop).view(stop - start, -1))
+        for start in range(first, last, step):
+            stop = min(start + step, last)
+            target[start - first : stop - first].copy_(floats(start, stop).view(stop - start, -1))
 
 
 def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
@@ -329,10 +266,11 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         "pad_token_id": meta.pad_token_id,
     }
     try:
-        config = config_from_gguf(reader, len(meta.tokens), "output.weight" not in tensors, special)
+        arch = architecture(reader)
+        config = config_from_gguf(reader, len(meta.tokens), set(tensors), special)
     except ValueError as error:  # name the file
         raise ValueError(f"{path}: {error}") from None
-    mapping = _check_tensors(Path(path), config, tensors)
+    mapping = _check_tensors(Path(path), config, arch, tensors)
     stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
     chat_template = meta.chat_template
     del reader, meta, tensors  # the metadata goes before the weights come
