@@ -216,15 +216,20 @@ class LanguageModel:
         return row[: limit - 1] + row[-1:] if closing and row[-1:] == closing else row[:limit]
 
     # export ------------------------------------------------------------------------
-    def save_hf(self, directory: str | Path, overwrite: bool = False) -> HFExport:
+    def save_hf(
+        self, directory: str | Path, overwrite: bool = False, *, model_type: str | None = None
+    ) -> HFExport:
         """Write a Hugging Face checkpoint directory (config.json, model.safetensors, and
         tokenizer.json for a byte-level BPE or WordPiece tokenizer) that ``transformers``
         loads; see `glassformer.formats.hf_export`. ValueError when no HF family holds this
         model. ``overwrite=True`` replaces an earlier checkpoint, never a directory holding
-        other files (ValueError naming them; nothing is deleted)."""
+        other files (ValueError naming them; nothing is deleted). ``model_type`` asks for one
+        HF model_type (``"roberta"`` for a model BERT also holds)."""
         from glassformer.formats.hf_export import save_hf
 
-        return save_hf(self.net, directory, self.tokenizer, overwrite, tokenizer_optional=True)
+        return save_hf(
+            self.net, directory, self.tokenizer, overwrite, tokenizer_optional=True, model_type=model_type
+        )
 
 
 def decode_pieces(

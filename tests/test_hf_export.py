@@ -142,15 +142,14 @@ def test_models_built_here_load_in_hf_with_our_logits(name, tmp_path):
 
 REFUSED = {
     "alibi": (dict(positions="alibi"), r"closest, gpt2 \(GPT2LMHeadModel\), would differ in positions "),
-    "gpt2 without biases": (
-        dict(qkv_bias=False, out_bias=False, ffn_bias=False),
-        r"qkv_bias \(False here, True as gpt2\); out_bias .*; ffn_bias",
+    "parallel gpt2 with rmsnorm": (  # without biases, GPT-2 is OPT's (tests/test_hf_writers.py)
+        dict(norm="rmsnorm", parallel_residual=True),
+        r"norm \('rmsnorm' here, 'layernorm' as gpt2\); parallel_residual \(True here, False as gpt2\)",
     ),
     "original transformer": (
         dict(family="encoder_decoder", positions="sinusoidal", norm_placement="post"),
-        r"closest, t5 .*positions .*norm_placement .*"
-        r"\(read, not written: mistral, qwen2, gemma, gemma2, gemma3_text, phi3, phi, opt, gpt_neox, "
-        r"roberta, distilbert, marian, bart\)",
+        r"closest, marian \(MarianMTModel\), would differ in sinusoidal_style .*"
+        r"encoder_decoder -> t5, marian, bart$",  # every family read is written
     ),
 }
 

@@ -3,7 +3,7 @@ encoder-decoder layout (post-norm LayerNorm, biases everywhere, shared and tied 
 fixed ``final_logits_bias``) with GELU, a LayerNorm on each stack's embeddings
 (``layernorm_embedding``), and learned position tables offset by 2 (position p reads row
 p + 2, a relic of fairseq's padding; our tables are their rows from 2 on, `TheirRows`).
-Read, not written.
+Written too (`config_to_hf`; the tables' two first rows as zeros, `key_map.join_rows`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,21 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         {**hf, "activation_function": hf.get("activation_function", "gelu")}, keys
     )
     return dataclasses.replace(marian, positions="learned", sinusoidal_style="interleaved", embed_norm=True)
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``BartForConditionalGeneration`` config.json: Marian's (`hf_marian.config_to_hf`) as BART
+    names it; what BART cannot hold (sinusoids, no embedding norm) reads back otherwise, and is
+    refused."""
+    marian = hf_marian.config_to_hf(config)
+    for key in ("decoder_vocab_size", "share_encoder_decoder_embeddings"):
+        marian.pop(key)  # BART always shares its one vocabulary
+    return {
+        **marian,
+        "model_type": "bart",
+        "architectures": ["BartForConditionalGeneration"],
+        "forced_bos_token_id": None,
+    }
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

@@ -1,7 +1,7 @@
 """Key map for Hugging Face DistilBERT (``DistilBertForMaskedLM``, ``DistilBertModel``; Sanh et
 al. 2019): BERT's architecture, half as deep, under other names (``q_lin`` ..., ``lin1``,
-``vocab_transform``), with no segment embeddings and no pooler. Read, not written;
-sinusoidal positions (``sinusoidal_pos_embds=True``) are refused by name.
+``vocab_transform``), with no segment embeddings and no pooler; sinusoidal positions
+(``sinusoidal_pos_embds=True``) are refused by name. Written too (`config_to_hf`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, special_id
+from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED = {
@@ -43,6 +43,34 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         mlm_head="vocab_transform.weight" in keys,
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``DistilBertForMaskedLM`` / ``DistilBertModel`` config.json: the inverse of
+    `config_from_hf`. DistilBERT's LayerNorm eps is fixed, it has no segments and no pooler: a
+    model that differs reads back otherwise, and is refused."""
+    return {
+        "model_type": "distilbert",
+        "architectures": ["DistilBertForMaskedLM" if config.mlm_head else "DistilBertModel"],
+        "vocab_size": config.vocab_size,
+        "dim": config.d_model,
+        "n_layers": config.n_layers,
+        "n_heads": config.n_heads,
+        "hidden_dim": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "sinusoidal_pos_embds": False,
+        "activation": hf_activation_name(config.activation),
+        "tie_word_embeddings": True,
+        "pad_token_id": config.pad_token_id,
+        "dropout": config.resid_dropout,  # training only
+        "attention_dropout": config.attn_dropout,
+        "initializer_range": config.init_std,
+    }
+
+
+def layout_keys(config: ModelConfig) -> set[str]:
+    """``DistilBertForMaskedLM`` prefixes the encoder with ``distilbert.``; ``DistilBertModel`` does not."""
+    return {"distilbert.embeddings.word_embeddings.weight"} if config.mlm_head else set()
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

@@ -4,19 +4,22 @@
     transformers.AutoModelForCausalLM.from_pretrained("out/")
 
 The export has no layout of its own: it reuses each family's import code (`hf_gpt2`,
-`hf_llama`, `hf_bert`, `hf_t5`, found in the one table `hf_families.FAMILIES`), so what
+`hf_llama`, `hf_bert`, `hf_t5`, ..., found in the one table `hf_families.FAMILIES`), so what
 is written is what the importer would read.
 
 1. **Config.** ``config_to_hf(config)`` writes the ``config.json``. The export is then
    *verified against the importer*: ``config_from_hf`` must read that dict back as exactly
-   our config, the training-only fields (dropouts, init) aside. A model that no family
-   reproduces (ALiBi positions, a GPT-2 without biases, a Marian-style original
-   Transformer) is refused with the fields that differ for the closest family, rather
-   than written as a checkpoint HF would load as a different model.
+   our config, the training-only fields (dropouts, init) aside. The written model_types of
+   the model's family are tried in table order and the first that reads back wins (or the
+   one ``model_type=`` names). A model that no family reproduces (ALiBi positions, a GPT-2
+   without biases, an original Transformer with interleaved sinusoids) is refused with the
+   fields that differ for the closest family, rather than written as a checkpoint HF would
+   load as a different model.
 2. **Weights.** The key map ``key_map(config, keys)`` says which checkpoint tensor fills
    each of our parameters, or each block of its rows; `key_map.hf_state` runs it
    backwards: our ``qkv_proj`` is cut into the q, k and v matrices Llama, BERT and T5
-   store, and transposed whole into GPT-2's ``c_attn``. Each tensor must read back as
+   store, and transposed whole into GPT-2's ``c_attn``; our gate and up matrices are joined
+   into Phi-3's ``gate_up_proj``. Each tensor must read back as
    what it came from, and every one of our parameters must be written once. Tensors HF
    ties (an LM head tied to the token embedding) are left out, as ``save_pretrained``
    leaves them out.
@@ -94,13 +97,16 @@ def save_hf(
     overwrite: bool = False,
     *,
     tokenizer_optional: bool = False,
+    model_type: str | None = None,
 ) -> HFExport:
     """Write ``net`` (and ``tokenizer``) as a Hugging Face checkpoint directory.
 
     ``tokenizer`` is written as ``tokenizer.json`` when it is a byte-level BPE or a
     WordPiece; another kind (characters) raises, unless ``tokenizer_optional`` (the facade's
     ``lm.save_hf``, which passes the tokenizer it happens to hold), which leaves it out
-    with a note. Raises ValueError when no HF family reproduces the model's config,
+    with a note. ``model_type`` writes that HF model_type (``"roberta"``, ``"opt"``) where the
+    first in table order would be another that computes the same function. Raises ValueError
+    when no HF family (or not the one ``model_type`` names) reproduces the model's config,
     FileExistsError when ``directory`` holds files and ``overwrite`` is false, and
     ValueError naming them when it holds files other than a checkpoint's (`CHECKPOINT_FILES`).
 
@@ -118,7 +124,7 @@ def save_hf(
         raise TypeError(f"save_hf writes a Glassformer model (gf.build), got {type(net).__name__}")
     directory = Path(directory)
     _check_target(directory, overwrite)
-    family, hf_config, mapping = choose_family(config)
+    family, hf_config, mapping = choose_family(config, model_type)
     state = hf_state(net, mapping)
     hf_config["torch_dtype"] = str(next(iter(state.values())).dtype).removeprefix("torch.")
     files = {"config.json": json.dumps(hf_config, indent=2, sort_keys=True) + "\n"}
@@ -143,33 +149,50 @@ def save_hf(
 # -- config: write, read back, compare ---------------------------------------------------------
 
 
-def choose_family(config: ModelConfig) -> tuple[ModuleType, dict[str, Any], list[Mapped]]:
-    """The HF family whose importer reads ``config_to_hf(config)`` back as ``config``, with
-    that dict and the key map; ValueError naming the differences of the closest one."""
+def choose_family(
+    config: ModelConfig, model_type: str | None = None
+) -> tuple[ModuleType, dict[str, Any], list[Mapped]]:
+    """The first HF family in table order (or ``model_type``) whose importer reads
+    ``config_to_hf(config)`` back as ``config``, with that dict and the key map; ValueError
+    naming the differences of the closest one."""
+    names = writers(config.family)
+    if model_type is not None and model_type not in names:
+        raise ValueError(
+            f"model_type {model_type!r} is not one export writes a {config.family} model as; "
+            f"choose one of {', '.join(names)}"
+        )
     tried = []
-    for name in writers(config.family):
+    for name in names if model_type is None else [model_type]:
         family = FAMILIES[name].module
         if getattr(family, "VISION", False) != config.vision:  # ViT holds images, the others text
             continue
         hf_config = json.loads(json.dumps(FAMILIES[name].config_to_hf(config)))  # as config.json will hold it
         layout = family.layout_keys(config) if hasattr(family, "layout_keys") else set()
         mapping = family.key_map(config, layout)
-        try:
-            back = family.config_from_hf(hf_config, {item.theirs for item in mapping})
-        except (KeyError, ValueError) as error:
-            differences = [f"the importer rejects it: {error}"]
+        try:  # read back from the names the checkpoint will hold and those its class always has
+            back = family.config_from_hf(hf_config, layout | {item.theirs for item in mapping})
+        except (KeyError, ValueError) as error:  # farther than any number of fields differing
+            rejected, differences = True, [f"the importer rejects it: {error}"]
         else:
-            differences = config_differences(config, back, name)
+            rejected, differences = False, config_differences(config, back, name)
         if not differences:
             return family, hf_config, mapping
-        tried.append((len(differences), name, hf_config["architectures"][0], differences))
-    _, name, architecture, differences = min(tried)
+        tried.append((rejected, len(differences), name, hf_config["architectures"][0], differences))
+    if not tried:
+        raise ValueError(f"{model_type} holds {'text' if config.vision else 'images'}, not this model")
+    *_, name, architecture, differences = min(tried)
+    if model_type is not None:
+        raise ValueError(
+            f"{name} ({architecture}) cannot hold this model exactly: it would differ in "
+            f"{'; '.join(differences)}"
+        )
     families = ("decoder", "encoder", "encoder_decoder")
     written = "; ".join(f"{ours} -> {', '.join(writers(ours))}" for ours in families)
+    unwritten = f" (read, not written: {', '.join(read_only())})" if read_only() else ""
     raise ValueError(
         f"no Hugging Face family holds this {config.family} model exactly; the closest, {name} "
-        f"({architecture}), would differ in {'; '.join(differences)}. Families written: {written} "
-        f"(read, not written: {', '.join(read_only())})"
+        f"({architecture}), would differ in {'; '.join(differences)}. Families written: {written}"
+        f"{unwritten}"
     )
 
 

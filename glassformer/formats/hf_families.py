@@ -11,11 +11,19 @@ Each family module (``hf_gpt2``, ``hf_llama``, ``hf_moe``, ``hf_gemma``, ``hf_ge
 * optionally ``check(state, config)``, for ignored tensors that must still hold what we
   recompute (Marian's sinusoids);
 * for the families export writes, ``config_to_hf(config) -> dict`` (the inverse of
-  ``config_from_hf``) and optionally ``layout_keys(config)``, the checkpoint names that
-  choose between the layouts ``key_map`` knows (a ``bert.`` prefix, say).
+  ``config_from_hf``; a module that holds several model_types names one writer per row) and
+  optionally ``layout_keys(config)``, the checkpoint names that choose between the layouts
+  ``key_map`` knows (a ``bert.`` prefix, say) or that the HF class always has (Phi's
+  ``lm_head.bias``).
 
 `convert_hf` (import) finds a module here by the checkpoint's ``model_type``; `save_hf`
-(export) tries, in table order, the written families that hold the model's family.
+(export) tries, in table order, the written families that hold the model's family, and
+writes the first that reads back as exactly the model's config. The order puts a model_type
+before those that hold what it holds and more: a Llama-style model is Llama, with a sliding
+window Mistral, with q/k/v biases alone Qwen2, with partial rotary Phi-3. Some model_types
+hold nothing an earlier one does not (RoBERTa is BERT with its positions offset; OPT with a
+tied head and biases is GPT-2 with ReLU; Phi-3 with full rotary is Llama): their models are
+written as the earlier one, the same function, unless ``save_hf(..., model_type=...)`` asks.
 """
 
 from __future__ import annotations
@@ -62,26 +70,30 @@ class HFFamily:
 FAMILIES = {  # model_type -> family; export tries the written ones in this order
     "gpt2": HFFamily(hf_gpt2, "decoder", written=True),
     "llama": HFFamily(hf_llama, "decoder", written=True),
-    "mistral": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, a sliding window
-    "qwen2": HFFamily(hf_llama, "decoder", written=False),  # Llama's layout, q/k/v biases
+    "mistral": HFFamily(hf_llama, "decoder", written=True, writer="config_to_mistral"),  # + sliding window
+    "qwen2": HFFamily(hf_llama, "decoder", written=True, writer="config_to_qwen2"),  # q/k/v biases, no o's
     "qwen3": HFFamily(hf_llama, "decoder", written=True, writer="config_to_qwen3"),  # + q/k-norm
     "mixtral": HFFamily(hf_moe, "decoder", written=True, writer="config_to_mixtral"),  # top-k experts
     "qwen2_moe": HFFamily(hf_moe, "decoder", written=True, writer="config_to_qwen2_moe"),  # + shared expert
-    "gemma": HFFamily(hf_gemma, "decoder", written=False),  # + sqrt(d) embedding scale, (1 + w) norms
-    "gemma2": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma's, sandwich norms, soft-caps, windows
-    "gemma3_text": HFFamily(hf_gemma2, "decoder", written=False),  # Gemma 2's, q/k-norm, local RoPE base
+    "gemma": HFFamily(hf_gemma, "decoder", written=True),  # + sqrt(d) embedding scale, (1 + w) norms
+    "gemma2": HFFamily(  # Gemma's, sandwich norms, soft-caps, windows
+        hf_gemma2, "decoder", written=True, writer="config_to_gemma2"
+    ),
+    "gemma3_text": HFFamily(  # Gemma 2's, q/k-norm, local RoPE base
+        hf_gemma2, "decoder", written=True, writer="config_to_gemma3"
+    ),
     "olmo2": HFFamily(hf_olmo2, "decoder", written=True),  # Llama's, norms on outputs, q/k-norm over all
-    "phi3": HFFamily(hf_phi3, "decoder", written=False),  # Llama's, with fused qkv and gate_up
-    "phi": HFFamily(hf_phi, "decoder", written=False),  # Phi-2: parallel block, one norm, partial rotary
-    "opt": HFFamily(hf_opt, "decoder", written=False),  # GPT-2's, ReLU, positions offset by 2
-    "gpt_neox": HFFamily(hf_neox, "decoder", written=False),  # parallel residual, partial rotary
+    "phi3": HFFamily(hf_phi3, "decoder", written=True),  # Llama's, fused qkv and gate_up, partial rotary
+    "phi": HFFamily(hf_phi, "decoder", written=True),  # Phi-2: parallel block, one norm, partial rotary
+    "opt": HFFamily(hf_opt, "decoder", written=True),  # GPT-2's, ReLU, positions offset by 2
+    "gpt_neox": HFFamily(hf_neox, "decoder", written=True),  # parallel residual, partial rotary
     "bert": HFFamily(hf_bert, "encoder", written=True),
-    "roberta": HFFamily(hf_roberta, "encoder", written=False),  # BERT's, renamed, positions offset
-    "distilbert": HFFamily(hf_distilbert, "encoder", written=False),  # BERT's, renamed, no segments
+    "roberta": HFFamily(hf_roberta, "encoder", written=True),  # BERT's, renamed, positions offset
+    "distilbert": HFFamily(hf_distilbert, "encoder", written=True),  # BERT's, renamed, no segments
     "vit": HFFamily(hf_vit, "encoder", written=True),  # pre-norm encoder over image patches + [CLS]
     "t5": HFFamily(hf_t5, "encoder_decoder", written=True),
-    "marian": HFFamily(hf_marian, "encoder_decoder", written=False),  # no writer yet
-    "bart": HFFamily(hf_bart, "encoder_decoder", written=False),  # Marian's, learned positions + 2
+    "marian": HFFamily(hf_marian, "encoder_decoder", written=True),  # post-norm, sinusoids (halved)
+    "bart": HFFamily(hf_bart, "encoder_decoder", written=True),  # Marian's, learned positions + 2
 }
 
 
@@ -96,8 +108,10 @@ def reader(model_type: str) -> ModuleType:
 def writers(family: str) -> list[str]:
     """The model_types export may write a model of our ``family`` as, in the order tried.
 
-    >>> writers("decoder")
-    ['gpt2', 'llama', 'qwen3', 'mixtral', 'qwen2_moe', 'olmo2']
+    >>> writers("decoder")[:5], len(writers("decoder"))
+    (['gpt2', 'llama', 'mistral', 'qwen2', 'qwen3'], 15)
+    >>> writers("encoder_decoder")
+    ['t5', 'marian', 'bart']
     """
     return [name for name, row in FAMILIES.items() if row.written and row.holds == family]
 

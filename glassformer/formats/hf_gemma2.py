@@ -23,7 +23,8 @@ as our RMSNorm with the weight 1 + w, tied embeddings), and
 What Hugging Face computes is what we compute: Gemma 3's ``attn_logit_softcapping`` is read
 as no cap, since transformers' Gemma 3 never applies it; what we cannot compute (a pattern of
 windowed and global layers that is not periodic, bidirectional attention, RoPE scalings other
-than linear) is refused. Read, not written, as Gemma (see `hf_gemma`).
+than linear) is refused. Written too (`config_to_gemma2`, `config_to_gemma3`), the norms as
+Gemma's are (see `hf_gemma`): within one rounding of 1 + w.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import re
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats import hf_llama
+from glassformer.formats import hf_gemma, hf_llama
 from glassformer.formats.hf_gemma import OffsetByOne
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
@@ -104,6 +105,47 @@ def _windows(hf: dict[str, Any]) -> tuple[int | None, int]:
             f"{list(range(k - 1, len(types), k))})"
         )
     return hf["sliding_window"], k
+
+
+def config_to_gemma2(config: ModelConfig) -> dict[str, Any]:
+    """A ``Gemma2ForCausalLM`` config.json: Gemma's (`hf_gemma.config_to_hf`), with each layer's
+    attention named (``layer_types``), the attention scale as ``query_pre_attn_scalar`` and the
+    soft-caps. What Gemma 2 cannot hold (q/k-norm, a local RoPE base) reads back without, and is
+    refused."""
+    scalar: float = config.d_head  # attention scale scalar ** -0.5
+    if config.attn_scale is not None:
+        scalar = config.attn_scale**-2
+        if round(scalar) ** -0.5 == config.attn_scale:  # Gemma's are whole numbers (224, 256)
+            scalar = round(scalar)
+    kinds = [
+        "full_attention" if config.layer_window(i) is None else "sliding_attention"
+        for i in range(config.n_layers)
+    ]
+    return {
+        **hf_gemma.config_to_hf(config),
+        "model_type": "gemma2",
+        "architectures": ["Gemma2ForCausalLM"],
+        "query_pre_attn_scalar": scalar,
+        "sliding_window": config.attn_window,
+        "layer_types": kinds,
+        "attn_logit_softcapping": config.attn_softcap,
+        "final_logit_softcapping": config.logit_softcap,
+    }
+
+
+def config_to_gemma3(config: ModelConfig) -> dict[str, Any]:
+    """A ``Gemma3ForCausalLM`` (``gemma3_text``) config.json: Gemma 2's, with the windowed
+    layers' RoPE base and no attention soft-cap (HF's Gemma 3 applies none); q/k-norm is
+    implied."""
+    local_base = 10000.0 if config.rope_local_base is None else config.rope_local_base
+    return {
+        **config_to_gemma2(config),
+        "model_type": "gemma3_text",
+        "architectures": ["Gemma3ForCausalLM"],
+        "attn_logit_softcapping": None,
+        "rope_local_base_freq": local_base,  # HF's default; a model without one reads back with it
+        "use_bidirectional_attention": False,
+    }
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

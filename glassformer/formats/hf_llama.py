@@ -1,10 +1,12 @@
 """Key map for Hugging Face Llama-family decoders (``LlamaForCausalLM``; Mistral, Qwen2, Qwen3).
 
-Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA. Qwen3 adds
-q/k-norm (``self_attn.q_norm`` / ``k_norm``: RMSNorm over each head's d_head, before RoPE)
-and drops Qwen2's q/k/v biases. Export writes ``LlamaForCausalLM``, and ``Qwen3ForCausalLM``
-for a model with q/k-norm (`config_to_qwen3`); Mistral's sliding window and Qwen2's
-q/k/v-only biases are read, not written.
+Same layout as ours: RMSNorm pre-norm, RoPE (rotate-half pairing), SwiGLU, GQA. Mistral adds
+a sliding window on every layer; Qwen2 biases on q, k and v (never on o, nor the MLP), and
+a window with ``use_sliding_window``; Qwen3 q/k-norm (``self_attn.q_norm`` / ``k_norm``:
+RMSNorm over each head's d_head, before RoPE) and drops Qwen2's q/k/v biases. Export writes
+``LlamaForCausalLM`` (`config_to_hf`), and the others for what Llama cannot hold: a sliding
+window (`config_to_mistral`), biases on q, k and v alone (`config_to_qwen2`), q/k-norm
+(`config_to_qwen3`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         if kind != "linear":
             raise ValueError(f"rope_scaling type {kind!r} is not supported (only 'linear')")
         scaling, factor = "linear", float(rope_scaling["factor"])
-    if hf.get("sliding_window") and hf.get("use_sliding_window", hf["model_type"] == "mistral"):
-        window = hf["sliding_window"]
-    else:
-        window = None
+    window = _window(hf)
     qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
     qk_norm = hf["model_type"] == "qwen3"  # Llama, Mistral and Qwen2 have none
     n_heads = hf["num_attention_heads"]
@@ -69,6 +68,29 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
+def _window(hf: dict[str, Any]) -> int | None:
+    """The sliding window: Mistral's and Phi-3's on every layer when ``sliding_window`` is set;
+    Qwen2's and Qwen3's with ``use_sliding_window`` on the layers ``layer_types`` names (in
+    older configs, those from ``max_window_layers`` on). A window on some layers only is refused."""
+    window, kind = hf.get("sliding_window"), hf["model_type"]
+    if not window or not hf.get("use_sliding_window", kind in ("mistral", "phi3")):
+        return None
+    if kind not in ("qwen2", "qwen3"):
+        return window
+    first = hf.get("max_window_layers", 28)  # Qwen2Config's default
+    n = hf["num_hidden_layers"]
+    types = hf.get("layer_types") or [
+        "sliding_attention" if i >= first else "full_attention" for i in range(n)
+    ]
+    windowed = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
+    if len(windowed) not in (0, n):
+        raise ValueError(
+            f"{hf['model_type']} with a sliding window on layers {windowed} only is not supported: "
+            "Glassformer reads a window on every layer or on none"
+        )
+    return window if windowed else None
+
+
 def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     """A ``LlamaForCausalLM`` config.json for ``config``: the inverse of `config_from_hf`.
 
@@ -101,6 +123,38 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "pad_token_id": config.pad_token_id,
         "attention_dropout": config.attn_dropout,  # training only
         "initializer_range": config.init_std,
+    }
+
+
+def config_to_mistral(config: ModelConfig) -> dict[str, Any]:
+    """A ``MistralForCausalLM`` config.json: Llama's, with a sliding window on every layer and no
+    biases (Mistral has none: a model with them reads back without, and is refused)."""
+    hf = {
+        key: value for key, value in config_to_hf(config).items() if key not in ("attention_bias", "mlp_bias")
+    }
+    return {
+        **hf,
+        "model_type": "mistral",
+        "architectures": ["MistralForCausalLM"],
+        "sliding_window": config.attn_window,
+    }
+
+
+def config_to_qwen2(config: ModelConfig) -> dict[str, Any]:
+    """A ``Qwen2ForCausalLM`` config.json: Llama's, with biases on q, k and v alone, always (no
+    ``attention_bias``: read back as Qwen2's), and a window on every layer or none."""
+    hf = {
+        key: value for key, value in config_to_hf(config).items() if key not in ("attention_bias", "mlp_bias")
+    }
+    windowed = "sliding_attention" if config.attn_window else "full_attention"
+    return {
+        **hf,
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "use_sliding_window": config.attn_window is not None,
+        "sliding_window": config.attn_window,
+        "max_window_layers": 0,
+        "layer_types": [windowed] * config.n_layers,
     }
 
 

@@ -3,6 +3,10 @@
 Post-norm LayerNorm, sinusoidal positions with every sine before every cosine
 ("halved"), token embeddings scaled by sqrt(d) when ``scale_embedding``, biases
 everywhere, and a fixed ``final_logits_bias`` added to the logits.
+
+Written too (`config_to_hf`). The position tables are not written: like ``save_pretrained``,
+export leaves the sinusoids to HF, which recomputes them (and `check` compares a checkpoint's
+own with ours when it has them).
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from typing import Any
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, special_id
+from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
+from glassformer.formats.hf_vit import Unbatched
 from glassformer.formats.key_map import Mapped, stacked_kv, stacked_qkv
 from glassformer.nn.positions import sinusoidal_table
 
@@ -54,6 +59,38 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     )
 
 
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``MarianMTModel`` config.json: the inverse of `config_from_hf`. One size for both stacks'
+    heads and FFNs, LayerNorm's default eps, shared and tied embeddings: a model that differs
+    reads back otherwise, and is refused."""
+    return {
+        "model_type": "marian",
+        "architectures": ["MarianMTModel"],
+        "is_encoder_decoder": True,
+        "vocab_size": config.vocab_size,
+        "decoder_vocab_size": config.vocab_size,
+        "d_model": config.d_model,
+        "encoder_layers": config.n_layers,
+        "decoder_layers": config.n_decoder_layers,
+        "encoder_attention_heads": config.n_heads,
+        "decoder_attention_heads": config.n_heads,
+        "encoder_ffn_dim": config.d_ff,
+        "decoder_ffn_dim": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "activation_function": hf_activation_name(config.activation),
+        "scale_embedding": config.embed_scale,
+        "share_encoder_decoder_embeddings": True,
+        "tie_word_embeddings": True,
+        "pad_token_id": config.pad_token_id,
+        "eos_token_id": config.eos_token_id,
+        "decoder_start_token_id": config.decoder_start_token_id,
+        "forced_eos_token_id": None,  # our generation forces no token
+        "dropout": config.resid_dropout,  # training only
+        "attention_dropout": config.attn_dropout,
+        "init_std": config.init_std,
+    }
+
+
 def check(state: dict[str, torch.Tensor], config: ModelConfig) -> None:
     """The ignored position tables must be the sinusoids we recompute."""
     for stack in ("encoder", "decoder"):
@@ -75,7 +112,7 @@ def _attention(ours: str, theirs: str, config: ModelConfig, cross: bool = False)
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
     out = [
         Mapped("shared.weight", "model.shared.weight"),
-        Mapped("lm_head.bias", "final_logits_bias", lambda b: b.reshape(-1)),
+        Mapped("lm_head.bias", "final_logits_bias", Unbatched(1)),  # HF's is 1 x v
     ]
     for stack, n_layers in (("encoder", config.n_layers), ("decoder", config.n_decoder_layers)):
         for i in range(n_layers):

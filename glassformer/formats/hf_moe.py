@@ -54,6 +54,8 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         experts, expert_d_ff = hf["num_local_experts"], hf["intermediate_size"]
         normalize, shared = True, 0
         extra = {"attn_window": hf.get("sliding_window") or None}
+    if experts < 1:  # a dense model is Llama's (export asked to write one as a mixture lands here)
+        raise ValueError(f"{kind} with {experts} experts is not a mixture of experts")
     dense = hf_llama.config_from_hf({**hf, "model_type": "llama", "sliding_window": None}, keys)
     return dense.replace(
         d_ff=expert_d_ff,  # every layer is a mixture: no dense FFN uses intermediate_size

@@ -7,7 +7,7 @@ LayerNorm with biases, a GELU feed-forward, an untied head, and
 * one fused ``query_key_value`` whose rows go head by head, [q_0; k_0; v_0; q_1; ...]:
   `HeadsInterleaved` reorders them into our [W_Q; W_K; W_V] (and back).
 
-Read, not written.
+RoPE scaling is refused. Written too (`config_to_hf`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from typing import Any
 import torch
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, partial_rotary, special_id
+from glassformer.formats.hf_config import (
+    hf_activation,
+    hf_activation_name,
+    partial_rotary,
+    rotary_fraction,
+    special_id,
+)
 from glassformer.formats.key_map import Mapped, with_bias
 
 IGNORED = {
@@ -43,6 +49,8 @@ class HeadsInterleaved:
 
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
+    if hf.get("rope_scaling"):
+        raise ValueError(f"GPT-NeoX rope_scaling={hf['rope_scaling']} is not supported")
     d, h = hf["hidden_size"], hf["num_attention_heads"]
     return ModelConfig(
         family="decoder",
@@ -67,6 +75,36 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         eos_token_id=special_id(hf, "eos_token_id"),
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``GPTNeoXForCausalLM`` config.json: the inverse of `config_from_hf`. One switch for the
+    attention's biases, always the MLP's: a model that differs reads back otherwise, and is
+    refused."""
+    return {
+        "model_type": "gpt_neox",
+        "architectures": ["GPTNeoXForCausalLM"],
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.d_model,
+        "num_hidden_layers": config.n_layers,
+        "num_attention_heads": config.n_heads,
+        "intermediate_size": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "rotary_emb_base": config.rope_base,
+        "rotary_pct": rotary_fraction(config.rotary_dim, config.d_head),
+        "rope_scaling": None,
+        "use_parallel_residual": config.parallel_residual,
+        "hidden_act": hf_activation_name(config.activation),
+        "attention_bias": config.qkv_bias,
+        "layer_norm_eps": config.norm_eps,
+        "tie_word_embeddings": config.tie_embeddings,
+        "bos_token_id": config.bos_token_id,
+        "eos_token_id": config.eos_token_id,
+        "pad_token_id": config.pad_token_id,
+        "hidden_dropout": config.resid_dropout,  # training only
+        "attention_dropout": config.attn_dropout,
+        "initializer_range": config.init_std,
+    }
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

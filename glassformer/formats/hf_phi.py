@@ -1,7 +1,9 @@
 """Key map for Hugging Face Phi-1 / Phi-1.5 / Phi-2 decoders (``PhiForCausalLM``; Gunasekar et
 al. 2023): a parallel block with one shared LayerNorm, x + Attn(LN(x)) + FFN(LN(x)); RoPE over
 each head's first ``partial_rotary_factor`` of features; GELU (tanh); biases everywhere,
-the LM head's too, untied. Read, not written; q/k LayerNorm (``qk_layernorm``) is refused.
+the LM head's too, untied. q/k LayerNorm (``qk_layernorm``) and RoPE scaling are refused.
+Written too (`config_to_hf`): ``PhiForCausalLM`` always has its head's bias (`layout_keys`), so a
+model without one is refused.
 """
 
 from __future__ import annotations
@@ -9,7 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from glassformer.config import ModelConfig
-from glassformer.formats.hf_config import hf_activation, partial_rotary, special_id
+from glassformer.formats.hf_config import (
+    hf_activation,
+    hf_activation_name,
+    partial_rotary,
+    rotary_fraction,
+    special_id,
+)
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED: dict[str, str] = {}
@@ -18,6 +26,8 @@ IGNORED: dict[str, str] = {}
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     if hf.get("qk_layernorm"):
         raise ValueError("Phi qk_layernorm=True is not supported")
+    if hf.get("rope_scaling"):
+        raise ValueError(f"Phi rope_scaling={hf['rope_scaling']} is not supported")
     d, h = hf["hidden_size"], hf["num_attention_heads"]
     return ModelConfig(
         family="decoder",
@@ -43,6 +53,42 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         eos_token_id=special_id(hf, "eos_token_id"),
         pad_token_id=special_id(hf, "pad_token_id"),
     )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``PhiForCausalLM`` config.json: the inverse of `config_from_hf`. Phi's head is untied
+    (our key map reads its own ``lm_head.weight``): a tied model reads back untied, and is
+    refused, as is what else Phi cannot express (no biases, a sequential block)."""
+    return {
+        "model_type": "phi",
+        "architectures": ["PhiForCausalLM"],
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.d_model,
+        "num_hidden_layers": config.n_layers,
+        "num_attention_heads": config.n_heads,
+        "num_key_value_heads": config.n_kv_heads,
+        "intermediate_size": config.d_ff,
+        "max_position_embeddings": config.max_seq_len,
+        "rope_theta": config.rope_base,
+        "rope_scaling": None,
+        "partial_rotary_factor": rotary_fraction(config.rotary_dim, config.d_head),
+        "qk_layernorm": False,
+        "hidden_act": hf_activation_name(config.activation),
+        "layer_norm_eps": config.norm_eps,
+        "tie_word_embeddings": False,
+        "bos_token_id": config.bos_token_id,
+        "eos_token_id": config.eos_token_id,
+        "pad_token_id": config.pad_token_id,
+        "resid_pdrop": config.resid_dropout,  # training only
+        "embd_pdrop": config.embed_dropout,
+        "attention_dropout": config.attn_dropout,
+        "initializer_range": config.init_std,
+    }
+
+
+def layout_keys(config: ModelConfig) -> set[str]:
+    """``PhiForCausalLM``'s LM head always has a bias."""
+    return {"lm_head.bias"}
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

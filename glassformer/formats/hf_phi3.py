@@ -1,12 +1,14 @@
-"""Key map for Hugging Face Phi-3 decoders (``Phi3ForCausalLM``): Llama's architecture with
-two fused matrices,
+"""Key map for Hugging Face Phi-3 decoders (``Phi3ForCausalLM``; Phi-4-mini too): Llama's
+architecture without biases, RoPE over each head's first ``partial_rotary_factor`` of features,
+a sliding window on every layer when ``sliding_window`` is set, and two fused matrices,
 
 * ``self_attn.qkv_proj`` = [W_Q; W_K; W_V], stacked as ours is: it maps onto ``qkv_proj`` whole;
 * ``mlp.gate_up_proj`` = [W_gate; W_up]: its first d_ff rows are our gate, the rest our up
-  (`TheirRows`).
+  (`TheirRows`; export joins them back, `key_map.join_rows`).
 
-Read, not written (export writes the Llama layout for the same model). Phi-3's long-context
-RoPE scaling ("longrope") is refused by name.
+Phi-3's long-context RoPE scaling ("longrope") is refused by name. Written too (`config_to_hf`),
+for what Llama cannot hold (partial rotary): a Phi-3 with full rotary is Llama's model, which
+export writes as Llama unless asked for ``model_type="phi3"``.
 """
 
 from __future__ import annotations
@@ -15,17 +17,37 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
+from glassformer.formats.hf_config import partial_rotary, rotary_fraction
 from glassformer.formats.key_map import Mapped, TheirRows
 
 IGNORED = hf_llama.IGNORED
 
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    if hf.get("partial_rotary_factor", 1.0) != 1.0:
-        raise ValueError(
-            f"Phi-3 partial_rotary_factor={hf['partial_rotary_factor']} is not supported (only 1.0)"
-        )
-    return hf_llama.config_from_hf(hf, keys)
+    # HF's Phi-3 has no attention_bias or mlp_bias: a config that names them is read without
+    llama = {key: value for key, value in hf.items() if key not in ("attention_bias", "mlp_bias")}
+    return hf_llama.config_from_hf(llama, keys).replace(
+        rotary_dim=partial_rotary(hf, "partial_rotary_factor", 1.0)
+    )
+
+
+def config_to_hf(config: ModelConfig) -> dict[str, Any]:
+    """A ``Phi3ForCausalLM`` config.json: Llama's, with ``partial_rotary_factor`` and the window.
+    Phi-3 takes no RoPE scaling but "longrope", which we lack: a linear one is left out, so a
+    model with it reads back without, and is refused."""
+    hf = {
+        key: value
+        for key, value in hf_llama.config_to_hf(config).items()
+        if key not in ("attention_bias", "mlp_bias")
+    }
+    return {
+        **hf,
+        "model_type": "phi3",
+        "architectures": ["Phi3ForCausalLM"],
+        "rope_scaling": None,
+        "partial_rotary_factor": rotary_fraction(config.rotary_dim, config.d_head),
+        "sliding_window": config.attn_window,
+    }
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:

@@ -13,7 +13,9 @@ onto it whole. The same list serves
   left unused unless ignored, so a checkpoint of another layout fails loudly instead of
   loading half a model;
 * export (`hf_state`): each item run backwards, a row block cut out of our parameter and
-  the transform undone, which must give back what the importer reads.
+  the transform undone, which must give back what the importer reads; the parameters cut
+  from one fused checkpoint tensor (`TheirRows`: Phi-3's ``gate_up_proj``, a position table
+  offset by a few rows) are put back together in row order.
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ class Conv1D:
 
 class TheirRows:
     """Rows ``start`` to ``stop`` of a checkpoint tensor: one of our parameters cut from a fused
-    one (Phi-3's ``gate_up_proj`` = [W_gate; W_up]). Read only: export would have to put the
-    pieces back together."""
+    one (Phi-3's ``gate_up_proj`` = [W_gate; W_up]), or from a table whose first rows we do not
+    use (OPT's and BART's positions start at row 2). No inverse of its own: one piece alone is
+    not the checkpoint's tensor; `hf_state` joins the pieces of each (`join_rows`)."""
 
     def __init__(self, start: int, stop: int) -> None:
         self.rows = (start, stop)
@@ -77,8 +80,34 @@ class TheirRows:
     def __call__(self, w: torch.Tensor) -> torch.Tensor:
         return w[self.rows[0] : self.rows[1]].contiguous()
 
-    def inverse(self, w: torch.Tensor) -> torch.Tensor:
-        raise ValueError("a parameter cut from a fused checkpoint tensor is read, not written")
+
+def join_rows(theirs: str, pieces: list[tuple[TheirRows, torch.Tensor]]) -> torch.Tensor:
+    """The checkpoint tensor ``theirs`` from the `TheirRows` pieces cut from it: concatenated in
+    row order, each following the last with no gap, to the last piece's end. The rows before
+    the first piece are rows the importer skips (a position table's offset: OPT's and BART's
+    rows 0, 1, RoBERTa's up to its pad id, where a padding token's position may land) and are
+    written as zeros.
+
+    >>> gate, up = torch.ones(2, 3), torch.zeros(2, 3)
+    >>> join_rows("gate_up", [(TheirRows(2, 4), up), (TheirRows(0, 2), gate)])[:, 0]
+    tensor([1., 1., 0., 0.])
+    >>> join_rows("positions", [(TheirRows(2, 3), torch.ones(1, 2))])
+    tensor([[0., 0.],
+            [0., 0.],
+            [1., 1.]])
+    """
+    pieces = sorted(pieces, key=lambda piece: piece[0].rows)
+    first, tensor = pieces[0][0].rows[0], pieces[0][1]
+    blocks, end = [tensor.new_zeros(first, *tensor.shape[1:])], first
+    for cut, piece in pieces:
+        start, stop = cut.rows
+        if start != end:  # an overlap is refused before (`check_coverage`): this is a gap
+            raise ValueError(f"cannot write {theirs!r}: no parameter of ours fills its rows {end}:{start}")
+        if piece.shape[0] != stop - start:
+            raise ValueError(f"cannot write {theirs!r}: {piece.shape[0]} rows given for rows {start}:{stop}")
+        blocks.append(piece)
+        end = stop
+    return torch.cat(blocks)
 
 
 def with_bias(ours: str, theirs: str, bias: bool = True) -> list[Mapped]:
@@ -203,12 +232,18 @@ def _fill(target: torch.Tensor, item: Mapped, state: Mapping[str, torch.Tensor])
 
 def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Tensor]:
     """Checkpoint name -> tensor (on the CPU, contiguous, no two sharing memory) for ``net`` by
-    an import key map: each item backwards, and the importer must read it back exactly."""
+    an import key map: each item backwards (the `TheirRows` pieces of one tensor joined,
+    `join_rows`), and the importer must read each back exactly; a transform marked ``rounds``
+    (arithmetic, such as Gemma's 1 + w) within one float rounding."""
     params = dict(net.named_parameters())  # tied weights appear once, under their first name
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
-    out = {}
+    out: dict[str, torch.Tensor] = {}
+    cut: dict[str, list[tuple[Mapped, torch.Tensor]]] = {}
     for item in mapping:
         piece = item.target(params).cpu()
+        if isinstance(item.transform, TheirRows):
+            cut.setdefault(item.theirs, []).append((item, piece))
+            continue
         if item.transform is None:
             out[item.theirs] = piece.clone() if item.rows else piece.contiguous()  # blocks share memory
             continue
@@ -217,7 +252,22 @@ def hf_state(net: torch.nn.Module, mapping: list[Mapped]) -> dict[str, torch.Ten
             raise ValueError(f"cannot write {item.theirs!r}: its import transform has no inverse")
         tensor = inverse(piece).contiguous()
         tensor = tensor.clone() if item.rows and tensor.data_ptr() == piece.data_ptr() else tensor
-        if not torch.equal(item.transform(tensor), piece):  # the importer must undo it
-            raise ValueError(f"{item.theirs!r} does not read back as our {item.place()}")
+        _check_read_back(item, tensor, piece)
         out[item.theirs] = tensor
+    for theirs, pieces in cut.items():
+        out[theirs] = join_rows(theirs, [(item.transform, piece) for item, piece in pieces])
+        for item, piece in pieces:
+            _check_read_back(item, out[theirs], piece)
     return out
+
+
+def _check_read_back(item: Mapped, tensor: torch.Tensor, piece: torch.Tensor) -> None:
+    """The importer must give ``piece`` back from ``tensor``: exactly, or for a transform that
+    ``rounds`` within one rounding of 1 + |x| (``(1 + w) - 1`` cannot always give w back)."""
+    back = item.transform(tensor)
+    if getattr(item.transform, "rounds", False) and back.shape == piece.shape:
+        same = bool(((back - piece).abs() <= torch.finfo(piece.dtype).eps * (1 + piece.abs())).all())
+    else:
+        same = torch.equal(back, piece)
+    if not same:
+        raise ValueError(f"{item.theirs!r} does not read back as our {item.place()}")
