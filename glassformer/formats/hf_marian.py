@@ -17,8 +17,7 @@ import torch
 
 from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
-from glassformer.formats.hf_vit import Unbatched
-from glassformer.formats.key_map import Mapped, stacked_kv, stacked_qkv
+from glassformer.formats.key_map import Mapped, Unbatched, stacked_kv, stacked_qkv
 from glassformer.nn.positions import sinusoidal_table
 
 IGNORED = {

@@ -3,7 +3,7 @@
 
 Its patch embedding is ours (`glassformer.nn.patches`): the convolution ``projection`` is our
 ``patch_proj`` as it is; HF keeps [CLS] as 1 x 1 x d and the positions as 1 x (n + 1) x d (a
-batch of one, to broadcast), ours are d and (n + 1) x d (`Unbatched`). Its separate query, key
+batch of one, to broadcast), ours are d and (n + 1) x d (`key_map.Unbatched`). Its separate query, key
 and value Linears are stacked into our ``qkv_proj``; ``layernorm_before`` / ``layernorm_after``
 are each block's ``attn_norm`` / ``ffn_norm``, ``vit.layernorm`` the final norm.
 ``ViTForImageClassification`` (a ``vit.`` prefix) reads its ``classifier`` from the final
@@ -20,14 +20,11 @@ Written too: ``config_to_hf`` is the inverse of ``config_from_hf``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-import torch
 
 from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, hf_activation_name
-from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
+from glassformer.formats.key_map import Mapped, Unbatched, stacked_qkv, with_bias
 from glassformer.nn.patches import NO_VOCABULARY
 
 VISION = True  # export writes this family for vision models only (`hf_export.choose_family`)
@@ -35,26 +32,6 @@ IGNORED = {
     r"(vit\.)?pooler\.dense\..*": "ViTModel's pooler (tanh of a dense layer on [CLS]): no part of the "
     "hidden states, and ViTForImageClassification does not use it",
 }
-
-
-@dataclass(frozen=True)
-class Unbatched:
-    """HF's tensor with ``ones`` leading axes of size 1 (a batch of one, to broadcast over the
-    images) as ours, without them; its inverse puts them back, so export writes what HF reads.
-
-    >>> Unbatched(2)(torch.zeros(1, 1, 8)).shape, Unbatched(1).inverse(torch.zeros(5, 8)).shape
-    (torch.Size([8]), torch.Size([1, 5, 8]))
-    """
-
-    ones: int
-
-    def __call__(self, w: torch.Tensor) -> torch.Tensor:
-        if tuple(w.shape[: self.ones]) != (1,) * self.ones:
-            raise ValueError(f"expected {self.ones} leading axes of size 1, got shape {tuple(w.shape)}")
-        return w.reshape(w.shape[self.ones :])
-
-    def inverse(self, w: torch.Tensor) -> torch.Tensor:
-        return w.reshape((1,) * self.ones + tuple(w.shape))
 
 
 def _prefix(keys: set[str]) -> str:

@@ -68,6 +68,27 @@ class Conv1D:
         return self(w)
 
 
+@dataclass(frozen=True)
+class Unbatched:
+    """A checkpoint tensor with ``ones`` leading axes of size 1 (a batch of one, to broadcast:
+    ViT's [CLS] and positions, Marian's ``final_logits_bias``) as ours, without them; its
+    inverse puts them back, so export writes what HF reads.
+
+    >>> Unbatched(2)(torch.zeros(1, 1, 8)).shape, Unbatched(1).inverse(torch.zeros(5, 8)).shape
+    (torch.Size([8]), torch.Size([1, 5, 8]))
+    """
+
+    ones: int
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        if tuple(w.shape[: self.ones]) != (1,) * self.ones:
+            raise ValueError(f"expected {self.ones} leading axes of size 1, got shape {tuple(w.shape)}")
+        return w.reshape(w.shape[self.ones :])
+
+    def inverse(self, w: torch.Tensor) -> torch.Tensor:
+        return w.reshape((1,) * self.ones + tuple(w.shape))
+
+
 class TheirRows:
     """Rows ``start`` to ``stop`` of a checkpoint tensor: one of our parameters cut from a fused
     one (Phi-3's ``gate_up_proj`` = [W_gate; W_up]), or from a table whose first rows we do not
