@@ -35,7 +35,7 @@ from typing import Any
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_gemma, hf_llama
 from glassformer.formats.hf_gemma import OffsetByOne
-from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
+from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
 NORM = re.compile(r"norm\.weight$")  # every norm of Gemma 2 and 3 is x / rms(x) * (1 + w)
@@ -149,22 +149,5 @@ def config_to_gemma3(config: ModelConfig) -> dict[str, Any]:
 
 
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
-    out = [
-        Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
-        Mapped("stack.final_norm.weight", "model.norm.weight"),
-    ]
-    if not config.tie_embeddings:
-        out.append(Mapped("lm_head.weight", "lm_head.weight"))
-    for i in range(config.n_layers):
-        ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
-        attn = f"{theirs}.self_attn"
-        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
-        out += with_bias(f"{ours}.attn.o_proj", f"{attn}.o_proj", config.out_bias)
-        out += [Mapped(f"{ours}.{norm}.weight", f"{theirs}.{name}.weight") for name, norm in OURS.items()]
-        if config.qk_norm:
-            out += [Mapped(f"{ours}.attn.{n}_norm.weight", f"{attn}.{n}_norm.weight") for n in ("q", "k")]
-        out += [
-            Mapped(f"{ours}.ffn.{n}_proj.weight", f"{theirs}.mlp.{n}_proj.weight")
-            for n in ("gate", "up", "down")
-        ]
+    out = hf_llama.layout(config, OURS)  # Llama's, with four norms per block
     return [Mapped(m.ours, m.theirs, OffsetByOne()) if NORM.search(m.theirs) else m for m in out]

@@ -15,7 +15,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig, llama_style
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
-from glassformer.formats.key_map import Mapped, stacked_qkv
+from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED = {
     r"model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq": "recomputed from rope_base",
@@ -168,7 +168,17 @@ def config_to_qwen3(config: ModelConfig) -> dict[str, Any]:
     }
 
 
+LLAMA_NORMS = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}  # theirs -> ours
+
+
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
+    return layout(config, LLAMA_NORMS)
+
+
+def layout(config: ModelConfig, norms: dict[str, str]) -> list[Mapped]:
+    """The Llama layout (``model.layers.{i}.self_attn`` / ``.mlp``), which Mistral, Qwen, the
+    Gemmas, OLMo 2 and the mixtures share; ``norms`` names each block's norms, theirs -> ours
+    (Llama: input_layernorm and post_attention_layernorm; Gemma 2 has four, OLMo 2 two others)."""
     out = [
         Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
         Mapped("stack.final_norm.weight", "model.norm.weight"),
@@ -179,19 +189,10 @@ def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
         ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
         attn = f"{theirs}.self_attn"
         out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
-        out += [
-            Mapped(f"{ours}.attn.o_proj.weight", f"{attn}.o_proj.weight"),
-            Mapped(f"{ours}.attn_norm.weight", f"{theirs}.input_layernorm.weight"),
-            Mapped(f"{ours}.ffn_norm.weight", f"{theirs}.post_attention_layernorm.weight"),
-        ]
-        if config.out_bias:
-            out.append(Mapped(f"{ours}.attn.o_proj.bias", f"{attn}.o_proj.bias"))
+        out += with_bias(f"{ours}.attn.o_proj", f"{attn}.o_proj", config.out_bias)
+        out += [Mapped(f"{ours}.{mine}.weight", f"{theirs}.{name}.weight") for name, mine in norms.items()]
         if config.qk_norm:
             out += [Mapped(f"{ours}.attn.{n}_norm.weight", f"{attn}.{n}_norm.weight") for n in ("q", "k")]
-        kinds = ("weight", "bias") if config.ffn_bias else ("weight",)
-        out += [
-            Mapped(f"{ours}.ffn.{n}_proj.{kind}", f"{theirs}.mlp.{n}_proj.{kind}")
-            for n in ("gate", "up", "down")
-            for kind in kinds
-        ]
+        for n in ("gate", "up", "down"):
+            out += with_bias(f"{ours}.ffn.{n}_proj", f"{theirs}.mlp.{n}_proj", config.ffn_bias)
     return out

@@ -23,7 +23,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
-from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
+from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
 
@@ -49,25 +49,9 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     return out
 
 
+# their norm -> ours: each sublayer's output is normed (norm_placement="output")
+NORMS = {"post_attention_layernorm": "attn_post_norm", "post_feedforward_layernorm": "ffn_post_norm"}
+
+
 def key_map(config: ModelConfig, keys: set[str]) -> list[Mapped]:
-    out = [
-        Mapped("stack.embed.token.weight", "model.embed_tokens.weight"),
-        Mapped("stack.final_norm.weight", "model.norm.weight"),
-    ]
-    if not config.tie_embeddings:
-        out.append(Mapped("lm_head.weight", "lm_head.weight"))
-    for i in range(config.n_layers):
-        ours, theirs = f"stack.blocks.{i}", f"model.layers.{i}"
-        attn = f"{theirs}.self_attn"
-        out += stacked_qkv(f"{ours}.attn", f"{attn}.q_proj", f"{attn}.k_proj", f"{attn}.v_proj", config)
-        out += with_bias(f"{ours}.attn.o_proj", f"{attn}.o_proj", config.out_bias)
-        out += [Mapped(f"{ours}.attn.{n}_norm.weight", f"{attn}.{n}_norm.weight") for n in ("q", "k")]
-        out += [
-            Mapped(f"{ours}.attn_post_norm.weight", f"{theirs}.post_attention_layernorm.weight"),
-            Mapped(f"{ours}.ffn_post_norm.weight", f"{theirs}.post_feedforward_layernorm.weight"),
-        ]
-        out += [
-            Mapped(f"{ours}.ffn.{n}_proj.weight", f"{theirs}.mlp.{n}_proj.weight")
-            for n in ("gate", "up", "down")
-        ]
-    return out
+    return hf_llama.layout(config, NORMS)  # Llama's, with q/k-norm and the norms on the outputs
