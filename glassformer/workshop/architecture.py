@@ -46,6 +46,7 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "masked_lm": config.masked_lm,
             "sentence_encoder": config.sentence_encoder,
             "seq2seq": config.seq2seq,
+            "vision": config.vision,  # reads an image: [CLS] and its patches are the tokens
         },
         "norm": config.norm,
         "placement": config.norm_placement,  # pre, post, sandwich (Gemma 2, 3), output (OLMo 2)
@@ -94,6 +95,19 @@ def summary(config: ModelConfig) -> dict[str, Any]:
         "head": _head(config),
         "classifier": _classifier(config),
         "sentence": _sentence(config),
+        "vision": _vision(config),
+    }
+
+
+def _vision(config: ModelConfig) -> dict[str, Any] | None:
+    """A vision transformer's image and patches (`nn/patches.py`); None for a text model."""
+    if not config.vision:
+        return None
+    return {
+        "image_size": config.image_size,  # H = W
+        "patch_size": config.patch_size,  # P
+        "channels": config.n_channels,  # C
+        "patches": config.n_patches,  # n = (H / P)^2; t = n + 1 with [CLS]
     }
 
 

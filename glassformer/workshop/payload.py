@@ -18,6 +18,8 @@ Payload (version 1)::
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
      "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
      "masked": an MLM encoder's words at each mask token (`masked.masked_prediction`) | null,
+     "image": a vision model's image (`images.image_payload`: pixels C H W, patch size and
+     grid, the held-out sample it is) | null; its "tokens" are [CLS] and the patches, no ids,
      "interventions": [{"layer", "head", "mode", "factor"?}],
      "generated": int (how many of the last tokens a generation appended), "seconds": float}
 
@@ -37,6 +39,7 @@ from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.arrays import pack, pack_unit
+from glassformer.workshop.images import image_payload
 from glassformer.workshop.masked import masked_prediction
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.prediction import next_token
@@ -66,7 +69,8 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
     def keep(x: torch.Tensor, trace_name: str) -> None:
         values[trace_name] = _summary(x[0], trace_name)
 
-    long = max(ids.shape[1], 0 if decoder_ids is None else decoder_ids.shape[1]) > SHORT_INPUT
+    length = lm.config.n_patches + 1 if lm.config.vision else ids.shape[1]  # an image: [CLS] + patches
+    long = max(length, 0 if decoder_ids is None else decoder_ids.shape[1]) > SHORT_INPUT
     weights = [s["trace"] for s in plan if s["trace"] and s["trace"].endswith(ATTENTION_MAPS)]
     names = [s["trace"] for s in plan if s["trace"] and not (long and s["trace"] in weights)]
     changed = given.hooks(decoder_ids)  # attached first: the captured values are the changed ones
@@ -95,6 +99,7 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         else _prediction(lm, ids, decoder_ids, output, settings, step=len(given.generated)),
         "classification": _classification(classifier["classes"], output[0]) if classifier else None,
         "masked": masked_prediction(lm, ids, output[0]) if lm.config.masked_lm else None,
+        "image": image_payload(lm.config, ids, given.sample) if lm.config.vision else None,
         "interventions": given.changes(),
         "generated": len(given.generated),
         "seconds": time.perf_counter() - start,
@@ -154,6 +159,8 @@ def _read_text(lm, ids: torch.Tensor) -> str:
 
 
 def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:
+    if inputs.config.vision:  # [CLS] and the patches: tokens with no vocabulary id
+        return [{"id": None, "text": label} for label in inputs.labels(ids)]
     return [
         {"id": int(i), "text": label} for i, label in zip(ids[0].tolist(), inputs.labels(ids), strict=True)
     ]

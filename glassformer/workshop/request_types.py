@@ -6,7 +6,8 @@ types and ranges for every field, at float and int64 bounds, and no field the ro
 not know. What the model decides (a token count, a layer index, a vocabulary id) is checked
 where the model is known: `limits.py` and the library.
 
-    PassRequest        {model, text, decoder_text?, generated?, interventions?, patch_text?}
+    PassRequest        {model, text, decoder_text?, generated?, interventions?, patch_text?};
+                       a vision model's {model, pixels | sample, interventions?} (`images.py`)
     WalkRequest        a pass + the sampling fields (temperature, top_k, top_p, repetition_penalty, seed)
     StageRequest       a pass + name (a trace name)
     GenerateRequest    {model, text, max_new_tokens?, sampling fields}
@@ -16,16 +17,17 @@ where the model is known: `limits.py` and the library.
     AttentionChangeRequest {model, base, text, layer?, head?}
     RunRequest         {run}                      the lab's continue, a run opened as a model
     LabStartRequest    {preset, fields: {"train.steps": 300, ...}}   the lab's start, and its estimate
-    ViewQuery, CostsQuery, EventsQuery, SourceQuery    the query strings of the GET routes
+    ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery    the query strings of the GET routes
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
+from glassformer.workshop.images import MAX_SIDE, read_pixels
 from glassformer.workshop.interventions import MAX_FACTOR
 
 MAX_TEXT_CHARS = 20_000  # one text field; the token limit is the route's (`limits.py`)
@@ -43,6 +45,27 @@ Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)
 OptionalText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] | None
 Index = Annotated[int, Field(ge=0, le=MAX_INDEX)]
 Number = Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6)]
+# an image: rows of numbers in [0, 1] or a packed array, read into a float32 array (`images.read_pixels`)
+_PIXEL = {"type": "number", "minimum": 0, "maximum": 1}
+_ROWS = {
+    "type": "array",
+    "maxItems": MAX_SIDE,
+    "items": {"type": "array", "maxItems": MAX_SIDE, "items": _PIXEL},
+}
+_PACKED = {
+    "type": "object",
+    "properties": {
+        "dtype": {"enum": ["float32", "uint8"]},
+        "shape": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": MAX_SIDE}},
+        "data": {"type": "string"},
+    },
+    "required": ["dtype", "shape", "data"],
+}
+Pixels = Annotated[
+    Any,
+    AfterValidator(read_pixels),
+    WithJsonSchema({"anyOf": [_ROWS, {"type": "array", "maxItems": MAX_SIDE, "items": _ROWS}, _PACKED]}),
+]
 
 
 class Request(BaseModel):
@@ -90,8 +113,13 @@ class ModelText(Request):
 
 
 class PassRequest(ModelText):
-    """One forward pass (`pass_input.PassInput`): the walk's, a stage's, the lens's."""
+    """One forward pass (`pass_input.PassInput`): the walk's, a stage's, the lens's. A text
+    model reads ``text``; a vision model an image, ``pixels`` or a held-out ``sample``
+    (`images.py`): which one a model needs is checked where the model is known (`pass_input.read_pass`)."""
 
+    text: Text | None = None
+    pixels: Pixels | None = None
+    sample: Index | None = None
     decoder_text: OptionalText = None
     generated: Annotated[list[Index], Field(max_length=MAX_NEW_TOKENS)] = []
     interventions: Annotated[list[Intervention], Field(max_length=MAX_INTERVENTIONS)] = []
@@ -170,6 +198,10 @@ class CostsQuery(Query):
     seq_len: Annotated[int, Field(ge=1, le=MAX_INDEX)] | None = None
     batch: Annotated[int, Field(ge=1, le=2**20)] = 1
     dtype: Name = "float32"
+
+
+class SamplesQuery(Query):
+    model: Name
 
 
 class EventsQuery(Query):

@@ -7,7 +7,8 @@
     POST /api/walk         {model, text, decoder_text?, generated?: [id], temperature?,
                            top_k?, top_p?, repetition_penalty?, seed?,
                            interventions?: [{layer, head, mode, factor?}], patch_text?}
-                           -> the walk payload (`payload.walk`)
+                           -> the walk payload (`payload.walk`); a vision model's pass reads
+                           pixels or a held-out sample in place of text (`images.py`)
     POST /api/stage        {model, text, name, decoder_text?, generated?, interventions?,
                            patch_text?} -> one stage's whole tensor (`payload.stage`)
     POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
@@ -22,6 +23,8 @@
     POST /api/attention_change {model, base, text, layer?, head?} -> each head's attention in
                            ``base`` (pretrained) and ``model`` (its fine-tuned copy), and
                            how far it moved (`attention_change.py`)
+    GET  /api/samples      ?model= -> the held-out digits a vision model can read, for the page's
+                           picker: {count, images (packed n C H W), labels, source} (`images.py`)
     GET  /api/costs        ?model=&seq_len=&batch=&dtype= -> what the model costs: parameters
                            by component, FLOPs per token, KV cache and training activation
                            memory (`glassformer.inspect.cost_report.costs`)
@@ -76,14 +79,14 @@ from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, wa
 from glassformer.workshop.explanations import explain as explain_prediction
 from glassformer.workshop.guard import LOOPBACK, Guard, new_token
 from glassformer.workshop.http import RequestError, answer, read_query, read_request, request_error
-from glassformer.workshop.interventions import HeadInterventions
+from glassformer.workshop.images import samples as held_out_samples
 from glassformer.workshop.lab import Lab
 from glassformer.workshop.lab_routes import lab_routes
 from glassformer.workshop.lens import lens as lens_payload
 from glassformer.workshop.lesson_routes import lesson_routes
 from glassformer.workshop.limits import SECONDS, check_length
 from glassformer.workshop.module_graph import with_preloads
-from glassformer.workshop.pass_input import PassInput
+from glassformer.workshop.pass_input import PassInput, read_pass
 from glassformer.workshop.request_types import (
     AttentionChangeRequest,
     CostsQuery,
@@ -91,6 +94,7 @@ from glassformer.workshop.request_types import (
     GenerateRequest,
     PassRequest,
     RunRequest,
+    SamplesQuery,
     Sampling,
     SimilarityRequest,
     StageRequest,
@@ -273,6 +277,11 @@ def create_app(
         )
         return await answer(anyio.to_thread.run_sync(lambda: figures().to_dict()))
 
+    async def samples(request: Request) -> JSONResponse:
+        query = read_query(request, SamplesQuery)
+        config = _model(models, query.model).config
+        return await answer(anyio.to_thread.run_sync(held_out_samples, config))  # read once, then cached
+
     async def view(request: Request) -> HTMLResponse:
         query = read_query(request, ViewQuery)
         lm = _reader(models, query.model, "views", query.text)
@@ -292,6 +301,7 @@ def create_app(
         Route("/api/generate", generate, methods=["POST"]),
         Route("/api/attention_change", attention_changed, methods=["POST"]),
         Route("/api/costs", model_costs),
+        Route("/api/samples", samples),
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
@@ -341,22 +351,21 @@ def _reader(models: dict[str, Any], name: str, route: str, *texts: str | None, e
 
 def _readable(lm) -> Any:
     """``lm``, if it can read text."""
+    if lm.config.vision:
+        raise RequestError(
+            "this is a vision model (ViT): it reads images, not text; walk it with an image "
+            "(pixels, or a held-out sample)"
+        )
     if lm.tokenizer is None:
         raise RequestError("this model has no tokenizer, so it cannot read text")
     return lm
 
 
 def _pass_input(models: dict[str, Any], body: PassRequest, route: str) -> PassInput:
-    """The forward-pass fields of a walk, stage or lens request, checked against the model
-    and the route's work limit."""
-    lm = _reader(models, body.model, route, body.text, body.decoder_text, extra=len(body.generated))
-    if body.patch_text:  # a patched head's source: a pass of its own, within the same limit
-        check_length(lm, body.model, route, body.patch_text)
-    try:
-        changes = HeadInterventions(lm, [item.model_dump() for item in body.interventions], body.patch_text)
-    except ValueError as error:
-        raise RequestError(str(error)) from None
-    return PassInput(lm, body.text, body.decoder_text or None, body.generated, changes)
+    """The forward pass of a walk, stage or lens request, checked against the model and the
+    route's work limit (`pass_input.read_pass`)."""
+    lm = _model(models, body.model)
+    return read_pass(lm if lm.config.vision else _readable(lm), body, route)
 
 
 def _settings(body: Sampling, max_new_tokens: int = 1):
@@ -375,6 +384,7 @@ def _describe(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, An
         "parameters": lm.net.num_parameters(),
         "max_seq_len": config.max_seq_len,
         "reads_text": lm.tokenizer is not None,
+        "reads_images": lm.config.vision,
         "architecture": summary(config),
         "stages": stages(lm.net),
     }

@@ -12,8 +12,10 @@ A step's *kind* is its hook-point name without the stack and block: ``blocks.3.a
     code      the function that computes it: its file, name and first line, found with `inspect`
 
 each written once and worded for the model at hand (`Context`: its config, which stack, whether
-cross-attention). `architecture.stages(net)` applies it to the model's own ``hook_points``;
-the payload carries the result, and the walk, the overview, the tour, the equations and the
+cross-attention). A vision transformer's input and embedding steps mean something else (an image
+cut into patches, [CLS], a position per patch): `VISION` holds them (`stage_vision.py`), read for
+a model whose config says ``vision``. `architecture.stages(net)` applies it to the model's own
+``hook_points``; the payload carries the result, and the walk, the overview, the tour, the equations and the
 lessons' links read it there.
 """
 
@@ -38,6 +40,7 @@ from glassformer.nn.ffn import FeedForward
 from glassformer.nn.masks import build_mask
 from glassformer.nn.moe import MoEFeedForward, router_scores
 from glassformer.workshop import stage_words as words
+from glassformer.workshop.stage_vision import VISION_STEPS
 from glassformer.workshop.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # glassformer/
@@ -313,7 +316,7 @@ CATALOGUE: dict[str, Entry] = {
     "classifier.pooled": Entry(
         words.fixed("d"),
         lambda ctx: f"pooled: {POOLING_NAMES[ctx.config.classifier_pooling]}",
-        words.fixed("one vector for the whole text"),
+        lambda ctx: f"one vector for the whole {'image' if ctx.config.vision else 'text'}",
         words.classifier_pooled_words,
         lambda ctx: pool_sequence,
     ),
@@ -347,6 +350,11 @@ CATALOGUE: dict[str, Entry] = {
 }
 
 
+# a vision transformer's input and embedding steps (`stage_vision.py`), read for a model whose
+# config says vision
+VISION: dict[str, Entry] = {kind: Entry(*fields) for kind, fields in VISION_STEPS.items()}
+
+
 @functools.cache  # reading the source file is slow: a model's 455 steps name a dozen functions
 def code_location(target: Any) -> dict[str, Any]:
     """Where ``target`` (a function or class) is defined: {"file" (relative to the repository
@@ -363,7 +371,8 @@ def code_location(target: Any) -> dict[str, Any]:
 def describe(kind: str, ctx: Context) -> dict[str, Any]:
     """The catalogue's fields for a step of ``kind`` in ``ctx``: title, plain, words, shape,
     equation, code."""
-    entry = CATALOGUE[kind]
+    entry = VISION.get(kind) if ctx.config.vision else None
+    entry = entry or CATALOGUE[kind]
     return {
         "title": entry.title(ctx),
         "plain": entry.plain(ctx),

@@ -239,6 +239,10 @@ def logits_words(ctx: Context) -> str:
 
 
 def classifier_pooled_words(ctx: Context) -> str:
+    if ctx.config.vision and ctx.config.classifier_pooling == "cls":
+        return (
+            "[CLS]'s vector stands for the whole image: through attention it has gathered from every patch."
+        )
     if ctx.config.classifier_pooling == "mean":
         return "The vectors of all the tokens are averaged into one vector for the whole text."
     return "One vector is picked to stand for the whole text."

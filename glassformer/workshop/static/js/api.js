@@ -16,6 +16,7 @@ const STAGE_URL = "api/stage";
 const LENS_URL = "api/lens";
 const TOKENS_URL = "api/tokens";
 const SIMILARITY_URL = "api/similarity";
+const SAMPLES_URL = "api/samples";
 
 async function call(url, body) {
   const init = body === undefined
@@ -69,4 +70,10 @@ export function fetchTokenization(model, text) {
 /** A sentence encoder's {cosine, vectors: [packed u, packed w], pooling} for two texts. */
 export function fetchSimilarity(model, text, other) {
   return call(SIMILARITY_URL, { model, text, other });
+}
+
+/** The held-out images a vision model can read, for the picker: {count, images: packed n C H W
+ * (null when none), labels, source} (glassformer/workshop/images.py). */
+export function fetchSamples(model) {
+  return call(`${SAMPLES_URL}?${new URLSearchParams({ model })}`);
 }

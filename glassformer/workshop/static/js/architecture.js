@@ -14,6 +14,8 @@ const FAMILY_WORDS = {
     "an encoder-decoder (like T5): the encoder reads your text, and the decoder writes, looking back at the encoder through cross-attention",
 };
 
+const VISION_WORDS = "a vision transformer (ViT): it cuts an image into small patches, reads them all at once as tokens, and gives the image a label";
+
 // where a block's norms sit (config.norm_placement)
 const PLACEMENTS = {
   pre: "pre-norm: before each sublayer",
@@ -33,6 +35,11 @@ export function windowWords(a) {
   const every = a.global_every;
   const nth = every === 2 ? "2nd" : every === 3 ? "3rd" : `${every}th`;
   return `window of ${widths.join(", ")}${every ? `, every ${nth} block global` : ""}`;
+}
+
+/** A vision model's input: "1 × 8 × 8 pixels in 16 patches of 2 × 2; [CLS] + 16 = 17 tokens". */
+function imageText(v) {
+  return `${v.channels} × ${v.image_size} × ${v.image_size} pixels in ${v.patches} patches of ${v.patch_size} × ${v.patch_size}; [CLS] + ${v.patches} = ${v.patches + 1} tokens`;
 }
 
 function layers(arch) {
@@ -56,7 +63,7 @@ function facts(arch, model, level) {
     ["feed-forward", `${arch.ffn.activation}${arch.ffn.gated ? " (gated)" : ""}, d_ff = ${arch.ffn.d_ff}`],
     ["positions", arch.positions_text],
     ["norm", `${norm}, ${PLACEMENTS[arch.placement] ?? arch.placement}`],
-    ["vocabulary", `${arch.vocab_size.toLocaleString("en")} tokens`],
+    arch.vision ? ["image", imageText(arch.vision)] : ["vocabulary", `${arch.vocab_size.toLocaleString("en")} tokens`],
   ];
   const limits = [windowWords(a), a.softcap ? `scores soft-capped at ±${a.softcap}` : "", arch.head?.softcap ? `logits soft-capped at ±${arch.head.softcap}` : ""];
   if (limits.some(Boolean)) rows.push(["limits", limits.filter(Boolean).join("; ")]);
@@ -107,7 +114,7 @@ export function renderArchitecture(container, payload, model, level) {
   const name = payload.model || model?.name || "this model";
   if (level === "beginner") {
     container.replaceChildren(el("p", { class: "plain" },
-      el("strong", {}, name), ` is ${FAMILY_WORDS[arch.family] ?? arch.family}. It has ${layers(arch)}, each with attention and a small feed-forward network` +
+      el("strong", {}, name), ` is ${arch.vision ? VISION_WORDS : FAMILY_WORDS[arch.family] ?? arch.family}. It has ${layers(arch)}, each with attention and a small feed-forward network` +
       `${model ? `, and ${count(model.parameters)} numbers (parameters) learned in training` : ""}.`));
     return;
   }

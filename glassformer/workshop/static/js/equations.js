@@ -6,6 +6,7 @@
 // base, the sinusoid layout, the head (tied or not, T5's input scale). A number read from
 // this input or this model is wrapped in \htmlClass{num}{...}.
 
+import { visionEquations } from "./equations_vision.js";
 import { number } from "./format.js";
 import { parseStage } from "./stages.js";
 import { texHtml } from "./tex.js";
@@ -507,6 +508,7 @@ const EQUATION = {
       value,
     );
   },
+  ...visionEquations({ eq, num, real, W }), // a vision transformer's image, patches and [CLS]
 };
 
 /** The step's equation as HTML, or "" for a kind with none. */

@@ -1,8 +1,14 @@
 // The page: read the setup from the URL, ask the server for the walk, draw it, and redraw
 // what a change touches. The current settings, walk and view choices live here, in this
-// module's few variables; every other module draws from what it is handed.
+// module's few variables; every other module draws from what it is handed. A vision model
+// reads an image instead of text (body[data-input="image"]): a held-out one or a drawing.
 
-import { fetchLens, fetchModels, fetchStage, fetchTokenization, fetchWalk } from "./api.js";
+import { fetchLens, fetchModels, fetchSamples, fetchStage, fetchTokenization, fetchWalk } from "./api.js";
+import { unpack } from "./arrays.js";
+import { bindImageInput } from "./image_input.js";
+import { renderImageAttention } from "./patch_attention.js";
+import { namedTokens, renderPatchTokens } from "./patch_tokens.js";
+import { blankImage, imageAt, imageCode, imageFromCode } from "./pixels.js";
 import { renderArchitecture } from "./architecture.js";
 import { renderOverview } from "./overview.js";
 import { renderLines } from "./attention_lines.js";
@@ -54,6 +60,11 @@ let walksDone = 0;
 let lessonsByKind = new Map(); // a step's kind ("attn.pattern") -> the lessons that link to it
 let token = ""; // the workshop's token, for links that open in a fresh browser
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
+let image = null; // a vision model's image, the input of its pass ({shape, values}, pixels.js)
+let samples = null; // its held-out images ({count, stack, labels, source}), or null
+const samplesByModel = new Map(); // model -> Promise of its held-out images, fetched once
+let painting = null; // the timer of a walk asked for a drawing (it waits for the painting to rest)
+const PAINT_MS = 250;
 const stageTensors = new Map(); // pass input + "\n" + name -> Promise of /api/stage's answer
 // teaching mode: the walk revealed step by step, the block being revealed open
 const reveal = settings.lock ? createReveal($("reveal"), () => {
@@ -221,6 +232,16 @@ function drawLines() {
     panels.lines.replaceChildren();
     return;
   }
+  const vision = Boolean(walk.payload.image);
+  $("lines-title").textContent = vision ? "Where each token looks in the image" : "Which words look at which";
+  if (vision) {
+    const onChange = ({ layer }) => {
+      settings.layer = layer;
+      writeSettings(settings);
+    };
+    renderImageAttention(panels.lines, { payload: walk.payload, layer: settings.layer, loadStage, onChange });
+    return;
+  }
   renderLines(panels.lines, {
     payload: walk.payload,
     part: settings.linesPart,
@@ -238,7 +259,16 @@ function drawAll() {
   document.body.dataset.level = settings.level;
   if (!walk) return;
   const { model, text } = walk;
-  renderTokens(panels.tokens, walk.payload, settings.level, () => fetchTokenization(model, text));
+  const vision = Boolean(walk.payload.image);
+  $("tokens-title").textContent = vision ? "Tokens: [CLS] and the patches" : "Tokens";
+  if (vision) {
+    renderPatchTokens(panels.tokens, walk.payload, settings.level);
+    const { classes, label } = walk.payload.classification ?? { classes: [] };
+    const answer = classes[label] ?? null; // what the model says, beside the image
+    imageInput.show({ image, patchSize: walk.payload.image.patch_size, sample: settings.sample, samples, answer });
+  } else {
+    renderTokens(panels.tokens, walk.payload, settings.level, () => fetchTokenization(model, text));
+  }
   renderArchitecture(panels.architecture, walk.payload, modelInfo(), settings.level);
   if ($("costs").dataset.for !== walk.model) { // drawn anew for a new model only
     $("costs").dataset.for = walk.model;
@@ -380,6 +410,55 @@ function takeToken(id) {
   run({ keepGenerated: true });
 }
 
+// a vision model's image -----------------------------------------------------------------
+/** The image shape [C, H, W] of a model that reads images; null for one that reads text. */
+function imageShape(name) {
+  const v = models.find((m) => m.name === name)?.architecture.vision;
+  return v ? [v.channels, v.image_size, v.image_size] : null;
+}
+
+/** A vision model's held-out images ({count, stack: n C H W, labels, source}), asked once. */
+function loadSamples(name) {
+  if (!samplesByModel.has(name)) {
+    const request = fetchSamples(name).then((answer) => ({ ...answer, stack: answer.images ? unpack(answer.images) : null }));
+    request.catch(() => samplesByModel.delete(name));
+    samplesByModel.set(name, request);
+  }
+  return samplesByModel.get(name);
+}
+
+/** The image the settings name: a held-out one, a drawing from the link, the drawing on the
+ * page (too large for a link), or, when none is named, the first held-out image. */
+async function chooseImage(shape) {
+  samples = await loadSamples(settings.model);
+  const fits = (candidate) => candidate && candidate.shape.join() === shape.join();
+  if (settings.sample !== null) {
+    const known = samples.count && settings.sample < samples.count;
+    image = known ? imageAt(samples.stack, settings.sample) : blankImage(shape); // the server names a bad one
+  } else if (settings.pixels) {
+    image = imageFromCode(settings.pixels, shape) ?? blankImage(shape);
+  } else if (!fits(image)) {
+    settings.sample = samples.count ? 0 : null;
+    image = samples.count ? imageAt(samples.stack, 0) : blankImage(shape);
+  }
+}
+
+const imageInput = bindImageInput($("image-input"), {
+  // a drawing: walked once the painting rests, its code in the link (when it fits there)
+  onImage: (drawn) => {
+    image = drawn;
+    settings.sample = null;
+    settings.pixels = imageCode(drawn);
+    clearTimeout(painting);
+    painting = setTimeout(() => run(), PAINT_MS);
+  },
+  onSample: (index) => {
+    settings.sample = index;
+    settings.pixels = "";
+    run();
+  },
+});
+
 // running ------------------------------------------------------------------------------
 /** Ask for the walk of the form's settings (and of the timeline step chosen, if
  * `keepGenerated`). A new input redraws everything; a sampling change only the prediction
@@ -389,8 +468,23 @@ async function run({ keepGenerated = false, push = true } = {}) {
   if (!keepGenerated) generated = [];
   const seq2seq = models.find((m) => m.name === settings.model)?.architecture.capabilities.seq2seq;
   if (!seq2seq) settings.decoder_text = ""; // only an encoder-decoder's decoder reads one
+  const shape = imageShape(settings.model);
+  document.body.dataset.input = shape ? "image" : "text";
+  if (shape) {
+    settings.text = ""; // a vision model reads its image only
+    try {
+      await chooseImage(shape);
+    } catch (error) {
+      showMessage(error.message);
+      image = image?.shape.join() === shape.join() ? image : blankImage(shape);
+    }
+  } else {
+    settings.sample = null;
+    settings.pixels = "";
+    image = null; // back on a vision model, the first held-out image again
+  }
   writeSettings(settings, { push }); // each run its own history entry: Back is the run before
-  const request = walkRequest(settings, generated);
+  const request = walkRequest(settings, generated, shape ? image : null);
   const ticket = ++latestRequest;
   setState("loading", "running…");
   let payload;
@@ -404,6 +498,7 @@ async function run({ keepGenerated = false, push = true } = {}) {
   }
   if (ticket !== latestRequest) return;
   showMessage("");
+  if (payload.image) payload.tokens = namedTokens(payload.tokens); // "[CLS]", "patch 0,1": names, not text
   const key = inputKey(request);
   const sameInput = walk?.inputKey === key;
   const input = JSON.parse(key);

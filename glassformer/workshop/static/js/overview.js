@@ -6,6 +6,7 @@
 //   "blocks.3.attn:2"   one head: its attention map, and query · key for one query
 //   "blocks.3.attn:2:5" the same, query 5 chosen
 // A box whose step the teaching reveal has not reached yet is drawn without its numbers.
+// A vision model's tokens are its image cut into patches; a head's weights are laid on it too.
 
 import { windowWords } from "./architecture.js";
 import { slice, unpack } from "./arrays.js";
@@ -13,6 +14,8 @@ import { el } from "./dom.js";
 import { count, number, percent, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
 import { plainTitle } from "./levels.js";
+import { patchAttentionView, queryRow } from "./patch_attention.js";
+import { cutImage } from "./patch_tokens.js";
 import { queryKeyView } from "./query_key.js";
 import { axisTokens, parseStage, sections } from "./stages.js";
 import { vectorStrip } from "./strip.js";
@@ -180,10 +183,14 @@ function stackColumn(stack, view) {
   if (embed) {
     const stream = embed.stages.find((s) => s.id.endsWith("embed.out"));
     const positions = embed.stages.some((s) => s.id.endsWith("embed.positions"));
+    const v = arch.vision; // a ViT: W_patch, a P × P convolution with stride P, then [CLS]
+    const table = v
+      ? `W_patch: ${v.channels * v.patch_size ** 2} → ${arch.d_model} (a ${v.patch_size} × ${v.patch_size} convolution, stride ${v.patch_size}) + [CLS]`
+      : `E: ${arch.vocab_size.toLocaleString("en")} × ${arch.d_model}`;
     out.push(box({
       kind: "embed",
-      title: "Embedding",
-      detail: `E: ${arch.vocab_size.toLocaleString("en")} × ${arch.d_model}` + (positions ? ` + ${arch.positions} positions` : ""),
+      title: v ? "Patch embedding" : "Embedding",
+      detail: table + (positions ? ` + ${arch.positions} positions` : ""),
       summary: lastTokenStrip(stream, arch.d_model),
       pending: !revealed(stream.id),
       onClick: () => view.onOpenStage(stream.id),
@@ -215,6 +222,12 @@ function stackColumn(stack, view) {
     }));
   }
   return el("div", { class: "ov-stack", dataset: { stack } }, STACK_TITLES[stack] ? el("h3", { class: "ov-stack-title" }, STACK_TITLES[stack]) : null, out);
+}
+
+/** A vision model's input: the image cut into its patches, [CLS] in front. */
+function imageBox(payload, pending) {
+  const [rows, cols] = payload.image.grid;
+  return box({ kind: "tokens", title: "Image → patches", detail: `[CLS] + ${rows} × ${cols} patches = ${payload.tokens.length} tokens`, summary: cutImage(payload, 96), pending });
 }
 
 function tokensBox(tokens, title, pending) {
@@ -262,7 +275,7 @@ function modelView(view) {
   const tokensPending = !revealed("tokens");
   if (!stacks.length) { // one stack: a single column
     const column = stackColumn("", view);
-    column.prepend(tokensBox(payload.tokens, "Tokens", tokensPending), arrow());
+    column.prepend(payload.image ? imageBox(payload, tokensPending) : tokensBox(payload.tokens, "Tokens", tokensPending), arrow());
     column.append(arrow(), ...outputBoxes(view));
     return el("div", { class: "ov-model" }, column);
   }
@@ -322,7 +335,7 @@ function headView(view, zoom) {
   const queries = axisTokens(stage.id, "t", payload) ?? [];
   const keys = axisTokens(stage.id, "s", payload) ?? [];
   const head = zoom.head;
-  const query = zoom.query ?? queries.length - 1;
+  const query = zoom.query ?? (payload.image ? 0 : queries.length - 1); // an image: [CLS], what the label reads
   const mapBox = el("div", { class: "ov-head-map" }, el("p", { class: "loading" }, "loading the attention weights…"));
   const pair = queryKeyView({ base: zoom.base, stage, payload, level: view.level, loadStage: view.loadStage, onQuery: (q) => view.onZoom(zoomText({ ...zoom, query: q })) });
   pair.show(head, query);
@@ -344,11 +357,13 @@ function headView(view, zoom) {
       const row = Math.min(rows - 1, Math.max(0, Math.floor((event.offsetY / canvas.clientHeight) * rows)));
       view.onZoom(zoomText({ ...zoom, query: row }));
     });
+    const overlay = payload.image ? patchAttentionView({ payload, onQuery: (q) => view.onZoom(zoomText({ ...zoom, query: q })) }) : null;
+    overlay?.show(queryRow(slice(all, head), query), query, `head ${head}`);
     mapBox.replaceChildren(
       el("nav", { class: "ov-head-picker", "aria-label": "heads" }, Array.from({ length: heads }, (_, h) =>
         el("button", { type: "button", class: `ov-head-pick${h === head ? " current" : ""}`, "aria-current": h === head ? "true" : null,
           onclick: () => view.onZoom(zoomText({ ...zoom, head: h })) }, String(h)))),
-      map);
+      map, overlay?.element ?? "");
     mapBox.dataset.ready = "1";
   }, (error) => mapBox.replaceChildren(el("p", { class: "error-inline" }, error.message)));
   return el("div", { class: "ov-head-view" },

@@ -117,8 +117,17 @@ function chosenView(prediction, payload, level) {
   );
 }
 
-/** A classifier's answer (payload.classification): each label's probability, the argmax chosen. */
-function classificationView(classification, level) {
+/** A held-out image's true label beside the model's (a vision model's walk of a sample). */
+function truth(image, predicted) {
+  if (image?.label === null || image?.label === undefined) return null;
+  const right = image.label === predicted;
+  return el("p", { class: `pred-truth ${right ? "right" : "wrong"}`, dataset: { truth: image.label } },
+    `Held-out image #${image.sample} is a handwritten ${image.label}: the model is ${right ? "right" : "wrong"}.`);
+}
+
+/** A classifier's answer (payload.classification): each label's probability, the argmax chosen;
+ * for a held-out image, its true label too. */
+function classificationView(classification, level, image = null) {
   const { classes, label } = classification;
   const entries = classes
     .map((c, id) => ({ id, token: c.label, p: c.p, logit: c.logit }))
@@ -134,6 +143,7 @@ function classificationView(classification, level) {
       : null,
     el("div", { class: "pred-token pred-label", dataset: { label: classes[label].label } },
       el("div", { class: "pred-token-line" }, "Label: ", el("strong", { class: "pred-token-text" }, classes[label].label))),
+    truth(image, classes[label].label),
   ];
 }
 
@@ -144,7 +154,7 @@ export function renderPrediction(container, payload, level, onTake = null) {
   const heading = container.parentElement?.querySelector("h2");
   if (heading) heading.textContent = panelTitle(payload);
   if (payload.classification) {
-    container.replaceChildren(...classificationView(payload.classification, level));
+    container.replaceChildren(...classificationView(payload.classification, level, payload.image).filter(Boolean));
     container.dataset.temperature = "";
     container.dataset.ready = "1";
     return;

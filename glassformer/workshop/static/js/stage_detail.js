@@ -9,6 +9,8 @@
 // token (a row; click one): for q, scores and pattern the query · key sums of one query
 // (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js), for a
 // mixture of experts' router scores (t n: tokens x experts) the token's routing (moe_routing.js).
+// A vision model's attention weights are also laid on its image: one query's weights over the
+// patches (patch_attention.js), [CLS]'s first.
 
 import { leadingColumns, slice, unpack } from "./arrays.js";
 import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
@@ -18,6 +20,7 @@ import { number, percent, quoted, tokenText } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
 import { isRouterScores, moeRoutingView } from "./moe_routing.js";
 import { normBars } from "./norms.js";
+import { patchAttentionView, queryRow } from "./patch_attention.js";
 import { queryKeyBase, queryKeyView } from "./query_key.js";
 import { bars } from "./prediction.js";
 import { axisTokens } from "./stages.js";
@@ -170,15 +173,17 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
       const array = unpack(answer.value);
       const heads = perHead ? array.shape[0] : 0;
       const [rowAxis, colAxis] = axes(stage, payload, perHead ? letters.slice(1) : letters);
-      let row = null; // the token the view below reads (default: the last)
+      let row = null; // the token the view below reads (default: the last; an image's [CLS])
       let place = null;
       const pickRow = (r) => {
         row = r;
         place(row);
         view.show(current, row);
+        overlay?.show(queryRow(slice(array, current), row), row, `head ${current}`);
       };
       const view = rowView({ stage, payload, level, loadStage }, array, pickRow);
-      if (view) below.replaceChildren(view.element);
+      const overlay = view && payload.image && kind === "pattern" ? patchAttentionView({ payload, onQuery: pickRow }) : null;
+      if (view) below.replaceChildren(overlay?.element ?? "", view.element);
       const draw = () => {
         const plane = perHead ? slice(array, current) : array; // rows cols
         const shown = colAxis.tokens ? plane : leadingColumns(plane, FIRST_FEATURES);
@@ -205,7 +210,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
           clipped ?? "",
         );
         if (view) {
-          row ??= rows - 1;
+          row ??= payload.image ? 0 : rows - 1;
           place = map.place;
           pickRow(row);
         }

@@ -54,8 +54,10 @@ export function sections(stages) {
 
 /** The tokens along one axis letter of a stage's shape. Queries (t) are the stream the
  * stage belongs to (an encoder-decoder's decoder input on the decoder side and for the
- * logits); keys (s) of cross-attention are the encoder's tokens. */
+ * logits); keys (s) of cross-attention are the encoder's tokens; a vision model's patches (n)
+ * are its tokens after [CLS]. */
 export function axisTokens(stageId, letter, payload) {
+  if (letter === "n" && stageId.endsWith("embed.patches")) return payload.tokens.slice(1); // a ViT's patches, no [CLS]
   const { stack, cross } = parseStage(stageId);
   const decoderSide = payload.decoder_tokens && (stack === "decoder" || stageId === "logits");
   if (letter === "s" && cross) return payload.tokens;

@@ -1,6 +1,9 @@
 // The setup lives in the URL, so a teacher can share a link that opens on the same walk:
 //   ?model=smollm2-135m-instruct&text=The+capital+of+France+is&level=beginner&temperature=0.8
-// Settings are a plain object passed around; only main.js keeps the current one.
+// Settings are a plain object passed around; only main.js keeps the current one. A vision
+// model's image is a held-out one (sample=12) or a drawing (pixels=00g0..., pixels.js).
+
+import { imageRows } from "./pixels.js";
 
 export const LEVELS = ["beginner", "intermediate", "advanced"];
 
@@ -25,6 +28,8 @@ export const DEFAULTS = Object.freeze({
   interventions: [],
   patch_text: "", // the second prompt a patched head's output comes from
   compare: "", // the model the compare view runs beside this one
+  sample: null, // a vision model's image: a held-out digit, by index (glassformer/workshop/images.py)
+  pixels: "", // ... or one drawn on the page, as pixels.js's URL code
 });
 
 const INTERVENTION = /^(\d+)\.(\d+)\.(zero|mean|patch|scale)(?:\*(-?[0-9.]+(?:e[+-]?\d+)?))?$/;
@@ -44,8 +49,8 @@ export function interventionsText(interventions) {
 }
 
 export const SAMPLING_KEYS = ["temperature", "top_k", "top_p", "repetition_penalty", "seed"];
-const NUMBER_KEYS = [...SAMPLING_KEYS, "layer"];
-const INTEGER_KEYS = new Set(["top_k", "seed", "layer"]);
+const NUMBER_KEYS = [...SAMPLING_KEYS, "layer", "sample"];
+const INTEGER_KEYS = new Set(["top_k", "seed", "layer", "sample"]);
 
 /** A number from a text field or URL value: null when empty, NaN when not a number. */
 export function parseNumber(text, integer = false) {
@@ -59,7 +64,7 @@ export function parseNumber(text, integer = false) {
 export function readSettings(search) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
-  for (const key of ["model", "text", "decoder_text", "stage", "zoom", "patch_text", "compare"]) {
+  for (const key of ["model", "text", "decoder_text", "stage", "zoom", "patch_text", "compare", "pixels"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
   if (LEVELS.includes(params.get("level"))) settings.level = params.get("level");
@@ -76,7 +81,7 @@ export function readSettings(search) {
 /** The query string of ``settings`` (empty values left out). */
 export function queryString(settings) {
   const params = new URLSearchParams();
-  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "stage", "zoom", "patch_text", "compare"]) {
+  for (const key of ["model", "text", "decoder_text", "level", ...NUMBER_KEYS, "pixels", "stage", "zoom", "patch_text", "compare"]) {
     const value = settings[key];
     if (value === null || value === undefined || value === "") continue;
     params.set(key, String(value));
@@ -96,9 +101,13 @@ export function writeSettings(settings, { push = false } = {}) {
 }
 
 /** What a forward pass reads: model, text, and what changes it (the fields /api/walk,
- * /api/stage and /api/lens share). `generated`: ids a generation appended (a timeline step). */
-export function passInput(settings, generated = []) {
-  const input = { model: settings.model, text: settings.text };
+ * /api/stage and /api/lens share). `generated`: ids a generation appended (a timeline step).
+ * `image`: a vision model's image (pixels.js), sent as its rows unless it is settings.sample. */
+export function passInput(settings, generated = [], image = null) {
+  const input = { model: settings.model };
+  if (!image) input.text = settings.text;
+  else if (settings.sample !== null) input.sample = settings.sample;
+  else input.pixels = imageRows(image);
   if (settings.decoder_text) input.decoder_text = settings.decoder_text;
   if (generated.length) input.generated = generated;
   if (settings.interventions?.length) {
@@ -109,8 +118,8 @@ export function passInput(settings, generated = []) {
 }
 
 /** The body of POST /api/walk: the pass's input and the sampling settings. */
-export function walkRequest(settings, generated = []) {
-  const request = passInput(settings, generated);
+export function walkRequest(settings, generated = [], image = null) {
+  const request = passInput(settings, generated, image);
   for (const key of SAMPLING_KEYS) request[key] = settings[key];
   return request;
 }
