@@ -135,7 +135,7 @@ def _check_combinations(config: Any) -> None:
             f"rope_scaling_factor={config.rope_scaling_factor} must be >= 1 "
             f"when rope_scaling={config.rope_scaling!r}"
         )
-    if config.type_vocab_size and config.family == "encoder_decoder":
+    if config.type_vocab_size and config.seq2seq:
         raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")
     if config.pooler and config.family != "encoder":
         raise ValueError(f"pooler=True is only for family='encoder', not {config.family!r}")
@@ -206,12 +206,12 @@ def _check_classifier(config: Any) -> None:
             f"classifier_pooling={pooling!r} is not supported; allowed values: "
             + ", ".join(repr(a) for a in CLASSIFIER_POOLINGS)
         )
-    if config.family == "decoder" and pooling not in ("last", "mean"):
+    if config.causal and pooling not in ("last", "mean"):
         raise ValueError(
             f"classifier_pooling={pooling!r} does not suit a decoder: under the causal mask only the "
             "last token has seen the whole sequence; use 'last' (or 'mean')"
         )
-    if config.family == "encoder" and pooling == "last":
+    if not config.causal and pooling == "last":
         raise ValueError(
             "classifier_pooling='last' is for decoders; an encoder uses 'cls', 'mean' or 'pooler'"
         )

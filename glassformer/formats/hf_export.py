@@ -152,7 +152,7 @@ def save_hf(
 def choose_family(
     config: ModelConfig, model_type: str | None = None
 ) -> tuple[ModuleType, dict[str, Any], list[Mapped]]:
-    """The first HF family in table order (or ``model_type``) whose importer reads
+    """The first HF family, in the table's order (or ``model_type``), whose importer reads
     ``config_to_hf(config)`` back as ``config``, with that dict and the key map; ValueError
     naming the differences of the closest one."""
     names = writers(config.family)
