@@ -255,7 +255,8 @@ class ModelInputs:
 def patch_labels(config: ModelConfig) -> list[str]:
     """A vision model's tokens by name: [CLS], then its patches row by row, "patch r,c".
 
-    >>> patch_labels(ModelConfig(family="encoder", image_size=4, patch_size=2, max_seq_len=5, mlm_head=False))
+    >>> vit = dict(family="encoder", vocab_size=1, mlm_head=False, max_seq_len=5)
+    >>> patch_labels(ModelConfig(image_size=4, patch_size=2, **vit))
     ['[CLS]', 'patch 0,0', 'patch 0,1', 'patch 1,0', 'patch 1,1']
     """
     side = config.image_size // config.patch_size
