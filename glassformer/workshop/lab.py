@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from glassformer.config import ModelConfig
+from glassformer.config_checks import NORM_PLACEMENTS
 from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
 from glassformer.models.size import ModelTooLarge, check_size
 from glassformer.train.pace import Pace, estimate_seconds, evaluations, measure
@@ -59,8 +60,9 @@ FIELDS: dict[str, tuple[type, Any]] = {
     "model.d_model": (int, (8, 512)),
     "model.positions": (str, ("learned", "sinusoidal", "rope", "alibi")),
     "model.norm": (str, ("layernorm", "rmsnorm")),
-    "model.norm_placement": (str, ("pre", "post")),
+    "model.norm_placement": (str, NORM_PLACEMENTS),  # pre, post, sandwich (Gemma 2), output (OLMo 2)
     "model.activation": (str, ("relu", "gelu", "swiglu", "geglu")),
+    "model.n_experts": (int, (0, 16)),  # 0: one dense FFN; more: a mixture of experts
     "train.lr": (float, (1e-6, 1.0)),
     "train.steps": (int, (1, 100_000)),
     "train.eval_interval": (int, (1, 10_000)),
