@@ -7,7 +7,7 @@ meant for the server does not reach it). The run is a normal run directory, so t
 (SIGSTOP / SIGCONT: nothing is lost, it just waits); stop sends SIGINT, and the trainer
 saves a checkpoint before it exits, so killing a run loses nothing beyond its last
 checkpoint; "continue" starts ``train --resume`` on a stopped run. Only fields a learner
-would change are accepted (`FIELDS`), each checked here before any process starts, and the
+would change are accepted (`lab_fields.FIELDS`), each checked before any process starts, and the
 model they make is checked for size (`glassformer.models.size`).
 
 The lab supervises by the run directories' locks, not by its memory: a trainer holds its
@@ -27,7 +27,6 @@ damaged run is listed with the reason (`run_directory.damage`).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -37,36 +36,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from glassformer.config import ModelConfig
-from glassformer.config_checks import NORM_PLACEMENTS
 from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
 from glassformer.models.size import ModelTooLarge, check_size
 from glassformer.train.pace import Pace, estimate_seconds, evaluations, measure
 from glassformer.train.run_lock import Holder, holder
 from glassformer.train.settings import (
     RunConfig,
-    TrainConfig,
     apply_overrides,
     load_preset,
     preset_names,
     preset_summary,
 )
+from glassformer.workshop.lab_fields import FIELDS, fixed_fields, overrides, preset_default, pretrained_model
 from glassformer.workshop.trainer_process import TrainerProcess
 
-# field -> (kind, allowed values or (least, most)): what the lab's form may change
-FIELDS: dict[str, tuple[type, Any]] = {
-    "model.n_layers": (int, (1, 12)),
-    "model.n_heads": (int, (1, 16)),
-    "model.d_model": (int, (8, 512)),
-    "model.positions": (str, ("learned", "sinusoidal", "rope", "alibi")),
-    "model.norm": (str, ("layernorm", "rmsnorm")),
-    "model.norm_placement": (str, NORM_PLACEMENTS),  # pre, post, sandwich (Gemma 2), output (OLMo 2)
-    "model.activation": (str, ("relu", "gelu", "swiglu", "geglu")),
-    "model.n_experts": (int, (0, 16)),  # 0: one dense FFN; more: a mixture of experts
-    "train.lr": (float, (1e-6, 1.0)),
-    "train.steps": (int, (1, 100_000)),
-    "train.eval_interval": (int, (1, 10_000)),
-}
 LAB_SUFFIX = "-lab"
 DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minute here, and shows a head form
 STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
@@ -93,13 +76,13 @@ class Lab:
         out = []
         for name in preset_names():
             config = load_preset(name).to_dict()
-            pretrained = _pretrained(config)
-            fixed = _fixed_fields(pretrained)
+            pretrained = pretrained_model(config)
+            fixed = fixed_fields(pretrained)
             values = {}
             for field in FIELDS:
                 table, key = field.split(".")
                 values[field] = (
-                    None if field in fixed else config.get(table, {}).get(key, _default(table, key))
+                    None if field in fixed else config.get(table, {}).get(key, preset_default(table, key))
                 )
             out.append(
                 {
@@ -154,7 +137,7 @@ class Lab:
         self._refuse_if_busy()
         self.run = f"{preset}{LAB_SUFFIX}"
         command = ["train", "--preset", preset, "--out", str(self.runs_root / self.run), "--overwrite"]
-        for assignment in _overrides(fields):
+        for assignment in overrides(fields):
             command += ["--set", assignment]
         self._launch(command)
         return self.state()
@@ -269,16 +252,16 @@ class Lab:
         fine-tuning preset fixes, and the model they make (valid, and not too large here)."""
         if preset not in preset_names():
             raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
-        pretrained = _pretrained(load_preset(preset).to_dict())
-        fixed = [field for field in fields if field in _fixed_fields(pretrained)]
+        pretrained = pretrained_model(load_preset(preset).to_dict())
+        fixed = [field for field in fields if field in fixed_fields(pretrained)]
         if fixed:
             raise ValueError(
                 f"{preset} fine-tunes {pretrained}, so its architecture is {pretrained}'s: "
                 f"{', '.join(fixed)} cannot change (the training fields can)"
             )
-        overrides = _overrides(fields)
+        assignments = overrides(fields)
         try:
-            run = apply_overrides(load_preset(preset), overrides)
+            run = apply_overrides(load_preset(preset), assignments)
             check_size(run.model_config(vocab_size=256))  # as `build` will, before any process starts
         except ModelTooLarge:
             raise  # its message says what to do
@@ -351,50 +334,6 @@ class Lab:
         held = self._held()  # left: trainers that have not said who they are yet
         if held:
             raise ValueError(f"{held[0][0].name} is training now (a trainer is starting); one run at a time")
-
-
-def _pretrained(preset: dict[str, Any]) -> str | None:
-    """The model a preset fine-tunes (``train.init_from``), or None for one trained from scratch."""
-    init_from = preset.get("train", {}).get("init_from", "scratch")
-    return None if init_from == "scratch" else init_from
-
-
-def _fixed_fields(pretrained: str | None) -> list[str]:
-    """The lab's model fields, when a preset starts from a ``pretrained`` model (else none)."""
-    return [field for field in FIELDS if field.startswith("model.")] if pretrained else []
-
-
-def _default(table: str, key: str) -> Any:
-    """What a preset that does not set ``table.key`` gets: the ModelConfig / TrainConfig default."""
-    kind = ModelConfig if table == "model" else TrainConfig
-    field = kind.__dataclass_fields__.get(key)
-    return None if field is None or field.default is dataclasses.MISSING else field.default
-
-
-def _overrides(fields: dict[str, Any]) -> list[str]:
-    """The lab's ``fields`` as the trainer's ``--set`` assignments, each checked (`_checked`)."""
-    return [f"{field}={_checked(field, value)}" for field, value in fields.items()]
-
-
-def _checked(field: str, value: Any) -> str:
-    """``value`` for ``field`` as a --set literal, or a ValueError saying what is allowed."""
-    if field not in FIELDS:
-        raise ValueError(f"the lab does not change {field!r}; it changes: {', '.join(FIELDS)}")
-    kind, limits = FIELDS[field]
-    if kind is str:
-        if value not in limits:
-            raise ValueError(f"{field} must be one of {', '.join(limits)}, got {value!r}")
-        return json.dumps(value)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or (kind is int and value != int(value))
-    ):
-        raise ValueError(f"{field} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
-    least, most = limits
-    if not least <= value <= most:
-        raise ValueError(f"{field} must be from {least:g} to {most:g}, got {value!r}")
-    return repr(kind(value))
 
 
 RUN_FILES_FOLLOWED = {"progress": PROGRESS, "metrics": METRICS, "film": FILM}
