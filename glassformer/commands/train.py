@@ -21,7 +21,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="train a model from a preset",
         description="Train a model described by a preset (TOML shipped with Glassformer), with a progress "
         "bar, periodic evaluation, samples, metrics.jsonl, TensorBoard logs and resumable checkpoints. "
-        "Ctrl-C saves a checkpoint; --resume continues exactly where it stopped.",
+        "Ctrl-C saves a checkpoint; --resume continues exactly where it stopped. "
+        "On several processes, launch it with torchrun: `torchrun --standalone --nproc-per-node 2 -m "
+        "glassformer train --preset shakespeare-char`; train.batch_size stays the global batch (each "
+        "process takes its rows of it: the same loss curve on 1, 2 or N processes), rank 0 alone writes "
+        "the logs, checkpoints resume on any number of processes; --set train.parallel=fsdp shards the "
+        "model (FSDP2) instead of replicating it (DDP). Several machines: torchrun's --nnodes and "
+        "--rdzv-endpoint; restarts after a failure: torchrun's --max-restarts N with --resume.",
     )
     parser.add_argument("--preset", required=True, help=f"one of: {', '.join(preset_names())}")
     parser.add_argument("--out", default=None, help="run directory (default: runs/PRESET)")
@@ -56,18 +62,42 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from glassformer.train import distributed
     from glassformer.train.run_lock import acquire
 
     out = Path(args.out) if args.out else RUNS_ROOT / args.preset
-    with acquire(out):  # one trainer per run directory: taken before --overwrite deletes anything
-        return _train(args, out)
+    if not distributed.launched():
+        with acquire(out):  # one trainer per run directory: taken before --overwrite deletes anything
+            return _train(args, out)
+    # torchrun's ranks: one job, one trainer. Rank 0 holds the lock (its pid is the one the lab
+    # and `glassformer runs` see); the others wait for it, and stop with its error if it fails.
+    with distributed.process_group(_timeout(args)):
+        locks = []
+        distributed.on_main(lambda: locks.append(acquire(out)))
+        try:
+            return _train(args, out)
+        finally:
+            for lock in locks:
+                lock.release()
+
+
+def _timeout(args: argparse.Namespace) -> float:
+    """train.distributed_timeout_s of the run about to start (read without touching ``out``)."""
+    from glassformer.train.checkpoint import read_train_config
+    from glassformer.train.settings import RunConfig, apply_overrides, load_preset
+
+    out = Path(args.out) if args.out else RUNS_ROOT / args.preset
+    settings = RunConfig.from_dict(read_train_config(out)) if args.resume else load_preset(args.preset)
+    return apply_overrides(settings, args.overrides).train.distributed_timeout_s
 
 
 def _train(args: argparse.Namespace, out: Path) -> int:
     """The run, while this process holds ``out``'s lock."""
+    from glassformer.train import distributed
     from glassformer.train.runs import prepare
 
-    settings = _settings(args, out)
+    settings = distributed.on_main(lambda: _settings(args, out))  # rank 0 checks --out, tells the rest
+    say = print if distributed.is_main() else lambda *_: None
     if settings.train.threads:
         import torch
 
@@ -81,18 +111,20 @@ def _train(args: argparse.Namespace, out: Path) -> int:
         on_eval=None if args.no_film else _film(out, prepared),
     )
     n_parameters = prepared.net.num_parameters()
-    print(f"{settings.name}: {n_parameters:,} parameters, {settings.train.steps:,} steps -> {out}")
+    world = distributed.world_size()
+    processes = f" on {world} processes ({settings.train.parallel})" if world > 1 else ""
+    say(f"{settings.name}: {n_parameters:,} parameters, {settings.train.steps:,} steps{processes} -> {out}")
     try:
         last = trainer.fit(resume=args.resume)
     except KeyboardInterrupt:
         return 130
     if prepared.val_chars_per_token:
         bits = last["val_loss"] / prepared.val_chars_per_token / math.log(2)
-        print(f"validation: {bits:.3f} bits per character")
+        say(f"validation: {bits:.3f} bits per character")
     if prepared.net.config.n_classes:  # a classifier labels text or images; it does not continue it
-        print(f"done: {out} (glassformer eval {out}: accuracy, macro-F1, confusion matrix)")
+        say(f"done: {out} (glassformer eval {out}: accuracy, macro-F1, confusion matrix)")
     else:
-        print(f'done: {out} (glassformer generate {out} "prompt")')
+        say(f'done: {out} (glassformer generate {out} "prompt")')
     return 0
 
 
@@ -130,9 +162,10 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
     settings = apply_overrides(load_preset(args.preset), args.overrides)
     if args.overwrite:
         from glassformer.atomic import delete_owned_directory
-        from glassformer.formats.run_directory import RUN_FILES, TENSORBOARD
+        from glassformer.formats.run_directory import DISTRIBUTED, RUN_FILES, TENSORBOARD
 
-        delete_owned_directory(out, RUN_FILES, owned_folders={TENSORBOARD}, keep={LOCK})  # ours: held
+        owned = {TENSORBOARD, DISTRIBUTED}  # DISTRIBUTED: a run on several processes' DCP checkpoints
+        delete_owned_directory(out, RUN_FILES, owned_folders=owned, keep={LOCK})  # ours: held
     if out.exists() and any(path.name != LOCK for path in out.iterdir()):
         raise ValueError(
             f"{out} already holds a run: pass --resume to continue it, --overwrite to start it anew, "

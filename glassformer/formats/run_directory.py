@@ -47,6 +47,7 @@ TENSORBOARD = "tensorboard"  # a folder of TensorBoard event files
 PROGRESS = "progress.jsonl"
 FILM = "film.jsonl"
 LOCK = "trainer.lock"
+DISTRIBUTED = "distributed"  # a distributed run's DCP checkpoints (glassformer.train.distributed_checkpoint)
 RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM, LOCK)
 
 

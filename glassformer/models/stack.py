@@ -28,6 +28,7 @@ mask, positions continue from the KV cache: ``past, past + 1, ...``.
 from __future__ import annotations
 
 import torch
+import torch.utils.checkpoint
 from torch import nn
 
 from glassformer.config import ModelConfig
@@ -73,6 +74,9 @@ class TransformerStack(nn.Module):
             T5RelativeBias(config, bidirectional=not causal) if config.positions == "t5_relative" else None
         )
         self.hook_points = name_hook_points(self, prefix=name)  # name -> HookPoint, forward order
+        # Activation checkpointing (train.checkpoint_activations): in training, each block keeps
+        # only its input and recomputes the rest in backward (`run_block`).
+        self.checkpoint_activations = False
 
     def forward(
         self,
@@ -120,7 +124,8 @@ class TransformerStack(nn.Module):
             if context_mask is not None:
                 cross_mask = AttentionMask(context_mask.bool()[:, None, None, :], may_empty_rows=True)
         for block, window in zip(self.blocks, self.windows, strict=True):
-            x = block(
+            x = self.run_block(
+                block,
                 x,
                 masks[window],
                 bias=bias,
@@ -133,6 +138,23 @@ class TransformerStack(nn.Module):
         if cache is not None:
             cache.advance(t)
         return self.hook_final_norm(self.final_norm(x))
+
+    def run_block(self, block: Block, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        """``block(x, ...)``, or, with ``checkpoint_activations`` while training with gradients and
+        no KV cache, the same under ``torch.utils.checkpoint``: autograd then saves only the
+        block's input x (b t d) instead of every activation inside it, and runs the block's
+        forward again during backward to rebuild them (about a third more compute for a fraction
+        of the memory). Non-reentrant checkpointing (``use_reentrant=False``) keeps keyword
+        arguments, hooks and the dropout RNG (its state is restored for the recomputation). A hook
+        runs again in the recomputation if it is still attached when backward runs."""
+        if (
+            self.checkpoint_activations
+            and self.training
+            and torch.is_grad_enabled()
+            and not kwargs.get("cache")
+        ):
+            return torch.utils.checkpoint.checkpoint(block, x, *args, use_reentrant=False, **kwargs)
+        return block(x, *args, **kwargs)
 
     def _positions(
         self, b: int, t: int, attention_mask: torch.Tensor | None, past: int, device: torch.device

@@ -80,14 +80,17 @@ def make_optimizer(
     eps: float = 1e-8,
     momentum: float = 0.9,
     decay_embeddings: bool = False,
+    fused: bool = False,
 ) -> torch.optim.Optimizer:
     """AdamW or SGD over `parameter_groups` of ``model``.
 
     ``adamw``: Adam's per-parameter step ``m_hat / (sqrt(v_hat) + eps)`` with
     ``m = beta1 m + (1 - beta1) g`` and ``v = beta2 v + (1 - beta2) g^2``, plus decoupled
     weight decay. ``betas=(0.9, 0.95)`` is the GPT-3 / Llama choice (beta2 lower than
-    Adam's 0.999 so v forgets old spikes sooner). ``sgd``: heavy-ball momentum
-    ``buf = momentum * buf + g; w <- w - lr * buf`` with L2 weight decay on the same groups.
+    Adam's 0.999 so v forgets old spikes sooner). ``fused=True`` (AdamW on CUDA: the trainer asks
+    for it there) updates every parameter in one kernel instead of a loop of small ones.
+    ``sgd``: heavy-ball momentum ``buf = momentum * buf + g; w <- w - lr * buf`` with L2 weight
+    decay on the same groups.
 
     >>> from glassformer.config import ModelConfig
     >>> from glassformer.models import build
@@ -108,7 +111,7 @@ def make_optimizer(
             raise ValueError(f"betas={betas!r} must be two numbers in [0, 1), e.g. (0.9, 0.95)")
         if not eps > 0:
             raise ValueError(f"eps={eps!r} must be positive (typical: 1e-8)")
-        return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
+        return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused or None)
     if not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum={momentum!r} must lie in [0, 1) (0 = plain SGD)")
     return torch.optim.SGD(groups, lr=lr, momentum=momentum)

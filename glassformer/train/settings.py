@@ -24,7 +24,8 @@ from glassformer.config import ModelConfig
 OBJECTIVES = ("lm", "mlm", "seq2seq", "task", "classify")
 OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "cosine", "linear", "inverse_sqrt")
-DTYPES = ("float32", "bfloat16")
+PARALLEL = ("ddp", "fsdp")  # train.parallel: how several processes share the model
+DTYPES = ("auto", "float32", "bfloat16", "float16")  # auto: measured on this machine (train/precision.py)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,12 @@ class TrainConfig:
     # a mixture of experts' router losses, added to the cross-entropy (glassformer.nn.moe)
     router_aux_loss_coef: float = 0.01  # Switch Transformer's load balancing
     router_z_loss_coef: float = 0.001  # ST-MoE's z-loss
-    dtype: str = "float32"
+    # "auto": bf16 autocast where this machine runs it faster (measured once, glassformer.train.precision);
+    # "float32", "bfloat16" (autocast), "float16" (autocast with a gradient scaler)
+    dtype: str = "auto"
+    device: str = "auto"  # cuda if available, else mps, else cpu (glassformer.train.device)
+    checkpoint_activations: bool = False  # each block recomputed in backward: less memory, more time
+    compile: bool = False  # torch.compile the model's forward (and so its backward)
     seed: int = 1337
     eval_interval: int = 250
     eval_batches: int = 20
@@ -85,6 +91,10 @@ class TrainConfig:
     # "scratch", or a model to start from (a registry name such as "minilm-l6", a Hugging Face
     # checkpoint or a run directory; nanoGPT's init_from): classify runs put a new head on it
     init_from: str = "scratch"
+    # on several processes (torchrun; glassformer.train.distributed): "ddp" replicates the model,
+    # "fsdp" shards it (FSDP2); how long a rank waits for the others before it fails
+    parallel: str = "ddp"
+    distributed_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("dtype", DTYPES)):
@@ -111,6 +121,12 @@ class TrainConfig:
                 raise ValueError(f"train.{name}={getattr(self, name)} must be >= 0")
         if not 0 <= self.label_smoothing < 1:
             raise ValueError(f"train.label_smoothing={self.label_smoothing} must lie in [0, 1)")
+        if self.parallel not in PARALLEL:
+            raise ValueError(f"train.parallel={self.parallel!r}; allowed values: {', '.join(PARALLEL)}")
+        if not self.distributed_timeout_s > 0:
+            raise ValueError(
+                f"train.distributed_timeout_s={self.distributed_timeout_s} must be positive (seconds)"
+            )
 
 
 @dataclass(frozen=True)

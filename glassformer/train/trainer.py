@@ -3,10 +3,10 @@
 One optimization step::
 
     for each of grad_accum micro-batches:
-        loss = CE(model(batch), labels) / grad_accum        (bf16 autocast if asked)
+        loss = CE(model(batch), labels) / grad_accum        (autocast: train/precision.py)
                (+ a mixture of experts' router losses: aux_coef * aux + z_coef * z)
-        loss.backward()
-    clip the global gradient norm to grad_clip
+        loss.backward()                                     (fp16: loss x scale)
+    clip the global gradient norm to grad_clip         (fp16: gradients / scale first)
     optimizer.step(); scheduler.step(); zero the gradients
 
 Every ``eval_interval`` steps (and at the end) the model is scored on a fixed set of
@@ -18,7 +18,6 @@ batcher's position and every RNG. Ctrl-C saves one and exits cleanly.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -31,10 +30,17 @@ from tqdm import tqdm
 
 from glassformer import fast
 from glassformer.formats.run_directory import PROGRESS
-from glassformer.inputs import ModelInputs
 from glassformer.models import TransformerModel
 from glassformer.nn.moe import RouterLosses, collected_router_logits, router_losses
-from glassformer.train import checkpoint, metrics
+from glassformer.train import (
+    checkpoint,
+    device,
+    distributed,
+    distributed_checkpoint,
+    metrics,
+    precision,
+    scale,
+)
 from glassformer.train.data import model_input, tokens_in
 from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
@@ -74,9 +80,18 @@ class Trainer:
         on_eval: Callable[[TransformerModel, int], None] | None = None,
     ) -> None:
         self.run, self.settings = run, run.train
+        self.device = device.resolve(run.train.device)  # "auto": cuda, else mps, else cpu
         # glassformer.fast: attention in float32 under bf16 autocast (CPU attention is slower
         # in bf16), the decode product when sampling; both compute what the plain path does.
-        self.net, self.tokenizer = fast.enable(net), tokenizer
+        self.net, self.tokenizer = fast.enable(net.to(self.device)), tokenizer
+        tokens = run.train.batch_size * run.train.context
+        self.precision = precision.choose(run.train.dtype, net.config, self.device, tokens)  # auto: measured
+        self.scaler = self.precision.scaler()  # fp16's loss scaling; passes through otherwise
+        self.setup_lines = [device.describe(run.train.device, self.device), self.precision.describe()]
+        self.setup_lines += scale.apply(net, run.train.checkpoint_activations, run.train.compile)
+        # several processes (torchrun): DDP or FSDP2, each rank a slice of every global batch
+        self.parallel = distributed.Parallel(self.net, run.train.parallel)  # one process: nothing
+        log = log if self.parallel.is_main else (lambda _: None)  # rank 0 alone speaks and writes
         self.train_batches, self.val_batches = train_batches, val_batches
         self.run_dir = Path(run_dir)
         self.sample, self.extra_eval, self.log = sample, extra_eval, log
@@ -89,6 +104,7 @@ class Trainer:
             weight_decay=s.weight_decay,
             betas=(s.beta1, s.beta2),
             momentum=s.momentum,
+            fused=self.device.type == "cuda",
         )
         self.scheduler = make_scheduler(
             self.optimizer,
@@ -101,8 +117,8 @@ class Trainer:
         self.step = 0
         self.router_stats: RouterLosses | None = None  # a mixture's last router losses and loads
         self.router_term = 0.0  # what they added to the last training loss
-        self.metrics_log = metrics.MetricsLog(self.run_dir / "metrics.jsonl")
-        self.progress_log = metrics.MetricsLog(self.run_dir / PROGRESS, fsync=False)  # every step
+        self.metrics_log = self.parallel.log(metrics.MetricsLog(self.run_dir / "metrics.jsonl"))
+        self.progress_log = self.parallel.log(metrics.MetricsLog(self.run_dir / PROGRESS, fsync=False))
         self.writer = None
 
     # one step -----------------------------------------------------------------------
@@ -112,7 +128,7 @@ class Trainer:
         """(mean cross-entropy over scored positions, logits b t v) for one batch; for a
         classifier (``config.n_classes``) the logits are b c and ``labels`` b, one per row.
         With ``router``, a mixture of experts adds its router losses (`router_loss`)."""
-        forward = lambda: ModelInputs(self.net).forward(  # noqa: E731
+        forward = lambda: self.parallel.forward(self.net)(  # noqa: E731  (DDP's while training)
             model_input(batch),  # ids, or an image batch's pixels
             batch.get("decoder_input_ids"),
             batch.get("attention_mask"),
@@ -136,9 +152,7 @@ class Trainer:
         return term
 
     def _autocast(self):
-        if self.settings.dtype == "bfloat16":
-            return torch.autocast("cpu", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return self.precision.autocast()  # bf16 / fp16 autocast, or nothing for float32
 
     def train_step(self) -> tuple[float, float, int]:
         """One optimizer step; returns (loss, gradient norm before clipping, tokens seen)."""
@@ -146,20 +160,24 @@ class Trainer:
         self.net.train()
         total, tokens = 0.0, 0
         for _ in range(s.grad_accum):
-            batch = next(self.train_batches)
+            whole = device.to_device(next(self.train_batches), self.device)
+            batch, share = self.parallel.shard(whole)  # this rank's rows (all of them in one process)
             with self._autocast():
                 loss, _ = self.loss(batch, s.label_smoothing, router=True)
-            (loss / s.grad_accum).backward()
-            total += (loss.item() - self.router_term) / s.grad_accum  # the cross-entropy alone
-            tokens += tokens_in(batch, self.net.config.n_patches)
+            loss_share = self.parallel.weighted(loss, share)  # averaged over ranks: the global mean
+            self.scaler.scale(loss_share / s.grad_accum).backward()  # fp16: times the loss scale
+            total += (loss.item() - self.router_term) * share / s.grad_accum  # the cross-entropy alone
+            tokens += tokens_in(whole, self.net.config.n_patches)
+        self.scaler.unscale_(self.optimizer)  # fp16: the true gradients, before clipping
         norm = torch.nn.utils.clip_grad_norm_(
             self.net.parameters(), s.grad_clip if s.grad_clip > 0 else math.inf
         )
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)  # optimizer.step(), skipped by fp16 if a gradient overflowed
+        self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        return total, float(norm), tokens
+        return self.parallel.reduce_sum(total), float(distributed.local_value(norm)), tokens
 
     # evaluation ---------------------------------------------------------------------
     @torch.no_grad()
@@ -170,6 +188,7 @@ class Trainer:
         self.net.eval()
         losses, accuracies, bins, counts = [], [], [], []
         for batch in self.val_batches:
+            batch = device.to_device(batch, self.device)
             with self._autocast():
                 loss, logits = self.loss(batch)
             n = int((batch["labels"] != -100).sum())
@@ -194,6 +213,8 @@ class Trainer:
             else:
                 self.save()  # a run directory is usable (and listable) from the first second
             self._open_tensorboard()
+            for line in self.setup_lines:  # the device, the dtype and why, the tools of scale
+                self.log(line)
             try:
                 return self._train_to_the_end()
             finally:
@@ -203,7 +224,8 @@ class Trainer:
 
     def _train_to_the_end(self) -> dict[str, Any]:
         s = self.settings
-        bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=None)
+        quiet = None if self.parallel.is_main else True  # tqdm's None: shown on a terminal
+        bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=quiet)
         window_loss, window_tokens, window_time = [], 0, 0.0
         last: dict[str, Any] = {}
         try:
@@ -221,12 +243,18 @@ class Trainer:
                 self._scalar("train/lr", self.scheduler.get_last_lr()[0])
                 self._progress(loss, norm, tokens_per_s)
                 if self.step % s.eval_interval == 0 or self.step == s.steps:
-                    last = self._evaluate_and_log(sum(window_loss) / len(window_loss), tokens_per_s)
+                    train_loss = sum(window_loss) / len(window_loss)
+                    last = self.parallel.on_full_model(  # on rank 0; the others wait
+                        self, self._evaluate_and_log, train_loss, tokens_per_s
+                    )
                     window_loss, window_tokens, window_time = [], 0, 0.0
                 if self.step % s.checkpoint_interval == 0 or self.step == s.steps:
                     self.save()
         except KeyboardInterrupt:
             bar.close()
+            if self.parallel.world > 1:  # the ranks stop at different points: no collective save
+                self.log(f"interrupted at step {self.step}: --resume continues from the last checkpoint")
+                raise
             self.save()
             self.log(f"interrupted at step {self.step}: checkpoint saved; continue with --resume")
             raise
@@ -246,6 +274,8 @@ class Trainer:
             "tokens_per_s": round(tokens_per_s, 1),
             "lr": self.scheduler.get_last_lr()[0],
         }
+        if self.setup_lines:  # the first evaluation of this process records its setup
+            line["setup"], self.setup_lines = self.setup_lines, []
         if self.extra_eval is not None:
             line.update(self.extra_eval(self.net))
         if self.sample is not None:
@@ -285,19 +315,26 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "data": self.train_batches.state_dict(),
             "rng": checkpoint.capture_rng(),
+            "scaler": self.scaler.state_dict(),  # fp16's loss scale ({} otherwise)
         }
 
     def save(self) -> None:
+        if self.parallel.world > 1:  # DCP's shards beside rank 0's consolidated files
+            distributed_checkpoint.save(self)
+            return
         checkpoint.save_checkpoint(self.run_dir, self.net, self.tokenizer, self.run.to_dict(), self._state())
 
     def _restore(self) -> None:
         state = checkpoint.load_trainer_state(self.run_dir)
-        net, _ = checkpoint.load_model(self.run_dir)
-        self.net.load_state_dict(net.state_dict())
-        self.optimizer.load_state_dict(state["optimizer"])
+        if not distributed_checkpoint.restore(self, state):  # a one-process checkpoint
+            net, _ = checkpoint.load_model(self.run_dir)
+            self.net.load_state_dict(net.state_dict())
+            self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.train_batches.load_state_dict(state["data"])
         checkpoint.restore_rng(state["rng"])
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
         self.step = int(state["step"])
         self.metrics_log.truncate_after(self.step)  # evaluations after the checkpoint are redone
         self.progress_log.truncate_after(self.step)
@@ -305,7 +342,7 @@ class Trainer:
 
     # TensorBoard --------------------------------------------------------------------
     def _open_tensorboard(self) -> None:
-        if not self.settings.tensorboard:
+        if not self.settings.tensorboard or not self.parallel.is_main:
             return
         try:
             from torch.utils.tensorboard import SummaryWriter

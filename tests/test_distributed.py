@@ -1,0 +1,161 @@
+"""Training on several processes (`glassformer.train.distributed`): two CPU processes over gloo.
+
+The invariant: one run's settings give one loss curve, whatever the number of processes
+(float32; equal up to the order of the reductions), and a distributed run's directory is a
+run directory like any other (one set of logs, loadable weights, resumable on any number of
+processes, after any rank was killed)."""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from glassformer.train import checkpoint, distributed
+from glassformer.train.runs import prepare
+from tests.test_trainer import make_trainer, tiny_run
+
+STEPS = 20
+JOB_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank(rank, world, port, run, tmp_path, name, resume, kill_at):
+    """One rank, as torchrun would start it (its environment), in a spawned process."""
+    os.environ |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    os.environ |= {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)}
+    torch.set_num_threads(1)
+    faulthandler.dump_traceback_later(JOB_TIMEOUT_S - 5, exit=True)  # a hang shows where it waits
+    with distributed.process_group(timeout_s=60):
+        _fit(rank, run, tmp_path, name, resume, kill_at)  # the trainer is gone before the group
+
+
+def _fit(rank, run, tmp_path, name, resume, kill_at):
+    trainer = make_trainer(run, tmp_path, name)
+    if kill_at is not None and rank == 1:
+        step = trainer.train_step
+
+        def train_step():
+            if trainer.step == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)  # kill -9, mid-run
+            return step()
+
+        trainer.train_step = train_step
+    trainer.fit(resume=resume)
+
+
+def train(tmp_path, run, name, world, resume=False, kill_at=None):
+    """Train ``run`` into ``tmp_path/name`` on ``world`` processes; its progress and metrics lines."""
+    if world == 1:
+        make_trainer(run, tmp_path, name).fit(resume=resume)
+    else:
+        args = (world, free_port(), run, tmp_path, name, resume, kill_at)
+        job = mp.start_processes(_rank, args=args, nprocs=world, join=False, start_method="spawn")
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while not job.join(timeout=1):  # raises ProcessExitedException when a rank fails
+            if time.monotonic() > deadline:
+                for process in job.processes:
+                    process.kill()
+                pytest.fail(f"{world} ranks training {name} still running after {JOB_TIMEOUT_S} s: a hang")
+    lines = lambda file: [json.loads(x) for x in (tmp_path / name / file).read_text().splitlines()]  # noqa: E731
+    return lines("progress.jsonl"), lines("metrics.jsonl")
+
+
+def small_run(tmp_path, **train):
+    run = tiny_run(tmp_path, steps=STEPS, dtype="float32", lr=3e-3, **train)
+    prepare(run, tmp_path / "data", log=lambda _: None)  # the corpus and its token files, once
+    return run
+
+
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_two_processes_train_as_one(tmp_path, parallel):
+    run = small_run(tmp_path, parallel=parallel)
+    one_progress, one_metrics = train(tmp_path, run, "one", 1)
+    two_progress, two_metrics = train(tmp_path, run, "two", 2)
+    assert [p["step"] for p in two_progress] == list(range(1, STEPS + 1))  # each step once
+    assert [m["step"] for m in two_metrics] == [m["step"] for m in one_metrics]  # each evaluation once
+    assert {line["world_size"] for line in two_progress + two_metrics} == {2}
+    assert {line["world_size"] for line in one_progress + one_metrics} == {1}
+    for a, b in zip(one_progress, two_progress, strict=True):
+        assert b["loss"] == pytest.approx(a["loss"], abs=2e-4), a["step"]
+        assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-3), a["step"]
+    for a, b in zip(one_metrics, two_metrics, strict=True):
+        assert b["val_loss"] == pytest.approx(a["val_loss"], abs=2e-4), a["step"]
+    # the consolidated weights: what gf.load and `glassformer generate` read
+    one, _ = checkpoint.load_model(tmp_path / "one")
+    two, tokenizer = checkpoint.load_model(tmp_path / "two")
+    for (name, p), q in zip(one.state_dict().items(), two.state_dict().values(), strict=True):
+        torch.testing.assert_close(q, p, atol=1e-4, rtol=1e-3, msg=name)
+    assert tokenizer.decode(tokenizer.encode("the fox")) == "the fox"
+    assert (tmp_path / "two" / "distributed").is_dir() and not (tmp_path / "one" / "distributed").exists()
+
+
+def test_a_killed_rank_resumes_on_two_processes_or_one(tmp_path):
+    run = small_run(tmp_path)  # checkpoints every 4 steps
+    _, reference = train(tmp_path, run, "reference", 1)
+    with pytest.raises(mp.ProcessExitedException):  # rank 1 killed at step 10: the job stops
+        train(tmp_path, run, "killed", 2, kill_at=10)
+    state = checkpoint.load_trainer_state(tmp_path / "killed")
+    assert state["step"] == 8 and state["distributed"]["world_size"] == 2
+    shutil.copytree(tmp_path / "killed", tmp_path / "on-one")
+    for name, world in (("killed", 2), ("on-one", 1)):  # resume on 2 processes, and 2 -> 1
+        _, resumed = train(tmp_path, run, name, world, resume=True)
+        assert [m["step"] for m in resumed] == [m["step"] for m in reference]
+        assert [m["world_size"] for m in resumed] == [2, 2] + [world] * (len(resumed) - 2)
+        for a, b in zip(reference, resumed, strict=True):
+            assert b["val_loss"] == pytest.approx(a["val_loss"], abs=2e-4), (name, a["step"])
+
+
+def test_torchrun_writes_one_run_directory(tmp_path):
+    """The command under torchrun: rank 0 alone locks, logs and lists the run; gf.load reads it."""
+    run = small_run(tmp_path)
+    corpus = run.data.corpus
+    overrides = [
+        f'data.corpus="{corpus}"',
+        "model.n_layers=1",
+        "model.d_model=32",
+        "model.n_heads=2",
+        "train.steps=8",
+        "train.eval_interval=4",
+        "train.eval_batches=2",
+        "train.checkpoint_interval=4",
+        "train.sample_tokens=8",
+        "train.tensorboard=false",
+        "train.batch_size=4",
+        "train.context=16",
+        'train.dtype="float32"',
+        "train.threads=1",
+        "train.warmup_steps=2",
+    ]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command = [*torchrun, "-m", "glassformer", "train", "--preset", "shakespeare-char"]
+    command += ["--out", str(tmp_path / "cli"), "--data-dir", str(tmp_path / "data")]
+    command += [f"--set={o}" for o in overrides]
+    env = os.environ | {"OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, [line for line in done.stderr.splitlines() if "error" in line][:3]
+    assert done.stdout.count("done:") == 1  # rank 0 alone speaks
+    metrics = checkpoint.read_metrics(tmp_path / "cli" / "metrics.jsonl")
+    assert [(m["step"], m["world_size"]) for m in metrics] == [(4, 2), (8, 2)]
+    assert not (tmp_path / "cli" / "trainer.lock").exists()  # released
+    from glassformer.loading import load
+    from glassformer.train.run_list import list_runs
+
+    [summary] = [s for s in list_runs(tmp_path) if s.name == "cli"]
+    assert (summary.step, summary.checkpoint_step, summary.problem) == (8, 8, None)
+    assert isinstance(load(tmp_path / "cli").generate("the", max_new_tokens=3), str)
