@@ -168,12 +168,13 @@ def report(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, Any]:
     }
 
 
-def extra_eval(batches: list[Batch], bfloat16: bool = False) -> Callable[[TransformerModel], dict[str, Any]]:
+def extra_eval(batches: list[Batch]) -> Callable[[TransformerModel], dict[str, Any]]:
     """The trainer's extra evaluation of a classifier: macro-F1 and the confusion matrix on
-    ``batches`` (accuracy and ECE are in the trainer's own evaluation)."""
+    ``batches`` (accuracy and ECE are in the trainer's own evaluation; the trainer runs both
+    in the run's precision)."""
 
     def evaluate(net: TransformerModel) -> dict[str, Any]:
-        figures = report(*predict(net, batches, bfloat16))
+        figures = report(*predict(net, batches))
         return {"macro_f1": round(figures["macro_f1"], 5), "confusion_matrix": figures["confusion_matrix"]}
 
     return evaluate

@@ -260,9 +260,8 @@ def _prepare_classify(run: RunConfig, data_dir: Path) -> Prepared:
         *rows(split.train), s.batch_size, s.seed, pad_id=pad, n_classes=n_classes
     )
     val = classification.in_order(*rows(split.val), s.batch_size, pad)
-    bfloat16 = s.dtype == "bfloat16"
     sample = classification.sampler(val, [p.text for p in split.val], GENRES)
-    return Prepared(net, tokenizer, train, val, sample, classification.extra_eval(val, bfloat16))
+    return Prepared(net, tokenizer, train, val, sample, classification.extra_eval(val))
 
 
 def _prepare_digits(run: RunConfig) -> Prepared:
@@ -275,6 +274,5 @@ def _prepare_digits(run: RunConfig) -> Prepared:
     net = build(images.digits_config(run))
     train = images.ImageBatches(split.train_images, split.train_labels, s.batch_size, s.seed)
     val = images.in_order(split.test_images, split.test_labels, s.batch_size)
-    bfloat16 = s.dtype == "bfloat16"
     sample = images.sampler(val, images.DIGITS)
-    return Prepared(net, None, train, val, sample, classification.extra_eval(val, bfloat16))
+    return Prepared(net, None, train, val, sample, classification.extra_eval(val))

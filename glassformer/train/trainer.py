@@ -276,8 +276,9 @@ class Trainer:
         }
         if self.setup_lines:  # the first evaluation of this process records its setup
             line["setup"], self.setup_lines = self.setup_lines, []
-        if self.extra_eval is not None:
-            line.update(self.extra_eval(self.net))
+        if self.extra_eval is not None:  # in the run's precision, as the evaluation above
+            with self._autocast():
+                line.update(self.extra_eval(self.net))
         if self.sample is not None:
             line["sample"] = self.sample(self.net)
         self.metrics_log.append(line)
