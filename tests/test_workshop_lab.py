@@ -118,7 +118,10 @@ def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
     status, state = call(url, "api/lab/continue", {"run": "induction-lab"})
     assert status == 200 and state["status"] == "running"
     wait_for(lambda: "resumed" in call(url, "api/lab")[1]["state"]["log"], "the resumed run's log")
-    assert call(url, "api/lab/stop", {})[1]["status"] == "stopped"
+    size = progress.stat().st_size
+    wait_for(lambda: progress.stat().st_size > size, "the resumed run's steps")  # stopped while it trains
+    state = call(url, "api/lab/stop", {})[1]
+    assert state["status"] == "stopped", state["log"]  # how it ended, if not by its Ctrl-C checkpoint
 
 
 def test_the_lab_follows_a_run_started_from_the_command_line(lab):
