@@ -46,6 +46,7 @@ from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
 from glassformer.train.schedules import make_scheduler
 from glassformer.train.settings import RunConfig
+from glassformer.train.tensorboard_log import TensorBoardLog
 
 Batch = dict[str, torch.Tensor]
 
@@ -119,7 +120,7 @@ class Trainer:
         self.router_term = 0.0  # what they added to the last training loss
         self.metrics_log = self.parallel.log(metrics.MetricsLog(self.run_dir / "metrics.jsonl"))
         self.progress_log = self.parallel.log(metrics.MetricsLog(self.run_dir / PROGRESS, fsync=False))
-        self.writer = None
+        self.tensorboard: TensorBoardLog | None = None  # rank 0's, when train.tensorboard
 
     # one step -----------------------------------------------------------------------
     def loss(
@@ -212,15 +213,15 @@ class Trainer:
                 self._restore()
             else:
                 self.save()  # a run directory is usable (and listable) from the first second
-            self._open_tensorboard()
+            if self.settings.tensorboard and self.parallel.is_main:
+                self.tensorboard = TensorBoardLog.open(self.run_dir, self.step, self.log)
             for line in self.setup_lines:  # the device, the dtype and why, the tools of scale
                 self.log(line)
             try:
                 return self._train_to_the_end()
             finally:
-                if self.writer is not None:
-                    self._embedding_projector()
-                    self.writer.close()
+                if self.tensorboard is not None:
+                    self.tensorboard.close(self.net, self.tokenizer, self.step)
 
     def _train_to_the_end(self) -> dict[str, Any]:
         s = self.settings
@@ -284,7 +285,9 @@ class Trainer:
         self.metrics_log.append(line)
         for key in ("val_loss", "val_accuracy", "val_ece", "val_ppl"):
             self._scalar(f"val/{key[4:]}", line[key])
-        self._tensorboard_eval()
+        if self.tensorboard is not None:
+            row = device.to_device({k: v[:1] for k, v in self.val_batches[0].items()}, self.device)
+            self.tensorboard.evaluation(self.net, lambda: self.loss(row), self.step)
         if self.on_eval is not None:
             self.on_eval(self.net, self.step)
         shown = ", ".join(
@@ -341,54 +344,6 @@ class Trainer:
         self.progress_log.truncate_after(self.step)
         self.log(f"resumed {self.run_dir} at step {self.step}")
 
-    # TensorBoard --------------------------------------------------------------------
-    def _open_tensorboard(self) -> None:
-        if not self.settings.tensorboard or not self.parallel.is_main:
-            return
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:  # tensorboard is optional: metrics.jsonl always has the figures
-            self.log("tensorboard is not installed: logging to metrics.jsonl only")
-            return
-        self.writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=self.step or None)
-
     def _scalar(self, tag: str, value: float) -> None:
-        if self.writer is not None:
-            self.writer.add_scalar(tag, value, self.step)
-
-    @torch.no_grad()
-    def _tensorboard_eval(self) -> None:
-        """Attention entropy per layer and parameter histograms, at each evaluation."""
-        if self.writer is None:
-            return
-        batch = self.val_batches[0]
-        patterns: dict[str, torch.Tensor] = {}
-        with self.net.hooks({"*attn.pattern": lambda x, name: patterns.__setitem__(name, x)}):
-            self.loss({k: v[:1] for k, v in batch.items()})
-        for name, pattern in patterns.items():
-            self.writer.add_scalar(
-                f"attention_entropy/{name}", metrics.attention_entropy(pattern).mean(), self.step
-            )
-        for name, param in self.net.named_parameters():
-            self.writer.add_histogram(f"params/{name}", param.detach().float(), self.step)
-
-    def _embedding_projector(self) -> None:
-        """Token embeddings with their tokens as labels, for TensorBoard's projector (none for a
-        vision model: its tokens are patches, it has no table)."""
-        tables = [m.weight for m in self.net.modules() if isinstance(m, torch.nn.Embedding)]
-        if not tables:
-            return
-        table = tables[0]
-        n = min(table.shape[0], 5000)
-        labels = [_label(self.tokenizer, i) for i in range(n)]
-        self.writer.add_embedding(
-            table[:n].detach().float(), metadata=labels, global_step=self.step, tag="token_embeddings"
-        )
-
-
-def _label(tokenizer: Any, token_id: int) -> str:
-    try:
-        text = tokenizer.id_to_token(token_id)
-    except (ValueError, KeyError, IndexError):
-        return f"<{token_id}>"
-    return repr(text)[1:-1] or f"<{token_id}>"
+        if self.tensorboard is not None:
+            self.tensorboard.scalar(tag, value, self.step)
