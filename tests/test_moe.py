@@ -107,9 +107,9 @@ def test_even_routing_scores_one_and_one_expert_scores_n():
     collapsed[..., 0] = 50.0  # every token sends everything to expert 0
     assert router_losses([collapsed], k=1).aux.item() == pytest.approx(n, abs=1e-3)
     # capacity c t k / n per expert: an even load drops nothing, a collapsed one all but c / n
-    assert router_losses([even], k=1).overflow.item() == pytest.approx(0.0)
-    losses = router_losses([collapsed], k=1, capacity_factor=1.25)
-    assert losses.overflow.item() == pytest.approx(1 - 1.25 / n)
+    assert router_losses([even], k=1).over_capacity().item() == pytest.approx(0.0)
+    losses = router_losses([collapsed], k=1)
+    assert losses.over_capacity().item() == pytest.approx(1 - 1.25 / n)  # capacity factor 1.25
     assert losses.over_capacity(2.0).item() == pytest.approx(1 - 2.0 / n)
 
 

@@ -26,7 +26,7 @@ few experts take every token:
 Capacity: an expert's *load* is the number of tokens routed to it; with capacity factor c
 each expert has room for c t k / n tokens. This implementation drops none (every routed
 token is computed, as Mixtral does); `router_losses` counts the load of each expert and
-the share of slots a capacity of c = 1.25 would have dropped (``overflow``).
+the share of slots a capacity of c = 1.25 would have dropped (``over_capacity``).
 
 Trace names (prefix ``blocks.{i}.ffn``): ``in`` b t d, ``router_logits`` b t n,
 ``router_probs`` b t n, ``experts`` b t k (expert ids), ``expert_weights`` b t k,
@@ -124,11 +124,10 @@ class RouterLosses(NamedTuple):
     aux: torch.Tensor  # () load-balancing loss, mean over layers: 1 when balanced
     z: torch.Tensor  # () router z-loss, mean over layers
     load: torch.Tensor  # layers n: the share of routed slots each expert took (rows sum to 1)
-    overflow: torch.Tensor  # layers: the share of slots a capacity of c t k / n per expert would drop
 
-    def over_capacity(self, capacity_factor: float) -> torch.Tensor:
-        """layers: the share of routed slots beyond each expert's capacity c t k / n (summed over
-        experts), for another capacity factor c than the one `router_losses` counted with."""
+    def over_capacity(self, capacity_factor: float = CAPACITY_FACTOR) -> torch.Tensor:
+        """layers: the share of routed slots beyond each expert's capacity c t k / n, summed over
+        experts, sum_i max(0, f_i - c / n): what a capacity would drop (this layer drops none)."""
         n = self.load.shape[-1]
         return (self.load - capacity_factor / n).clamp(min=0).sum(-1)
 
@@ -138,16 +137,13 @@ def router_losses(
     k: int,
     kind: str = "softmax",
     mask: torch.Tensor | None = None,
-    capacity_factor: float = CAPACITY_FACTOR,
 ) -> RouterLosses:
     """Load-balancing and z losses from each MoE layer's router logits (b t n), over the
-    real tokens of ``mask`` (b t, 1 = token) if given, and each expert's load against its
-    capacity.
+    real tokens of ``mask`` (b t, 1 = token) if given, and each expert's load.
 
     aux = n * sum_i f_i P_i with f_i the share of the t k slots routed to expert i and P_i
     its mean probability (sigmoid scores are normalized to sum to 1 first);
-    z = mean (logsumexp r)^2; overflow = sum_i max(0, f_i - c / n): the share of slots an
-    expert capacity of c t k / n would drop (this layer drops none).
+    z = mean (logsumexp r)^2.
     """
     aux, z, load = [], [], []
     for logits in router_logits:
@@ -162,9 +158,7 @@ def router_losses(
         aux.append(n * (share * mean_prob).sum())
         z.append(torch.logsumexp(flat, -1).square().mean())
         load.append(share)
-    load = torch.stack(load)  # layers n
-    overflow = (load - capacity_factor / load.shape[-1]).clamp(min=0).sum(-1)  # layers
-    return RouterLosses(torch.stack(aux).mean(), torch.stack(z).mean(), load, overflow)
+    return RouterLosses(torch.stack(aux).mean(), torch.stack(z).mean(), torch.stack(load))
 
 
 ROUTER_LOGITS = "*ffn.router_logits"

@@ -308,7 +308,7 @@ class Trainer:
             stats = self.router_stats
             line |= {"router_aux": round(stats.aux.item(), 5), "router_z": round(stats.z.item(), 5)}
             line["expert_load"] = [[round(x, 4) for x in layer] for layer in stats.load.tolist()]
-            line["expert_overflow"] = [round(x, 4) for x in stats.overflow.tolist()]  # past capacity 1.25
+            line["expert_overflow"] = [round(x, 4) for x in stats.over_capacity().tolist()]  # past 1.25
         self.progress_log.append(line | {"steps": self.settings.steps, "time": round(time.time(), 3)})
 
     # checkpoints --------------------------------------------------------------------
