@@ -62,21 +62,14 @@ class DecodeLinear(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not _decoding(x):
             return F.linear(x, self.weight, self.bias)
-        split = self._split()  # p in/p out
-        parts = split.shape[0]
-        rows = x.reshape(-1, parts, x.shape[-1] // parts).transpose(0, 1)  # p rows in/p
-        out = torch.bmm(rows, split).sum(0).view(*x.shape[:-1], -1)  # ... out
-        return out + self.bias if self.bias is not None else out
+        return split_product(x, self._split(), self.bias)
 
     def _split(self) -> torch.Tensor:
-        """W^T split along the input dimension: (p, in/p, out), reused while W is unchanged."""
-        threads = torch.get_num_threads()
-        parts = threads if threads > 1 and self.in_features % threads == 0 else 1
-        key = (parts, _version(self.weight))
+        """`split_weight` of W, reused while W is unchanged."""
+        key = (_parts(self.in_features), version(self.weight))
         if self._split_key != key:
             self._split_weight = None  # free the old copy before making the new one
-            w = self.weight.detach()
-            self._split_weight = w.t().reshape(parts, self.in_features // parts, -1).contiguous()
+            self._split_weight = split_weight(self.weight)
             self._split_key = key
         return self._split_weight
 
@@ -84,7 +77,29 @@ class DecodeLinear(nn.Linear):
         return super().extra_repr() + ", decode fast path"
 
 
-def _version(tensor: torch.Tensor) -> tuple:
+def _parts(in_features: int) -> int:
+    """p: one block of input features per intra-op thread (1 where they do not divide evenly)."""
+    threads = torch.get_num_threads()
+    return threads if threads > 1 and in_features % threads == 0 else 1
+
+
+def split_weight(weight: torch.Tensor) -> torch.Tensor:
+    """W (out, in) laid out for the decode product: W^T cut along its input features into p
+    blocks, one (p, in/p, out) tensor (a copy)."""
+    w = weight.detach()
+    parts = _parts(w.shape[1])
+    return w.t().reshape(parts, w.shape[1] // parts, -1).contiguous()
+
+
+def split_product(x: torch.Tensor, split: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x W^T + b from `split_weight`'s layout: sum_j x_j V_j + b, one batched product.  ... in -> ... out."""
+    parts = split.shape[0]
+    rows = x.reshape(-1, parts, x.shape[-1] // parts).transpose(0, 1)  # p rows in/p
+    out = torch.bmm(rows, split).sum(0).view(*x.shape[:-1], -1)  # ... out
+    return out + bias if bias is not None else out
+
+
+def version(tensor: torch.Tensor) -> tuple:
     """What identifies a tensor's current contents: storage, in-place version counter, dtype."""
     # Tensors made under torch.inference_mode() have no version counter (and cannot be
     # changed in place outside it): their storage alone identifies them.

@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch.nn import functional as F
 
+from glassformer import fast_decode
 from glassformer.inputs import decoder_start_id, is_batch, left_pad, pad_id, prompt_rows, stop_tokens
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
@@ -204,6 +205,8 @@ class _Sequences:
             self.window, use_cache = config.max_seq_len, False
         if use_cache:
             self.cache = KVCache.for_model(config, b, p + max_new_tokens, param.dtype, self.device)
+        # glassformer.fast_decode: the same step in fewer kernels, once the prompt is cached
+        self.step = fast_decode.step_for(net) if use_cache and not self.padded else None
 
     def next_logits(self) -> torch.Tensor:
         """Scores for the next token of every row.  -> b v (float32)."""
@@ -212,7 +215,9 @@ class _Sequences:
             start = max(0, self.length - self.window)  # the last max_seq_len tokens only
         new = self.tokens[:, start : self.length]  # b t
         mask = self.mask[:, (0 if self.cache is not None else start) : self.length] if self.padded else None
-        if self.encoder_decoder:
+        if self.step is not None and new.shape[1] == 1 and self.step.covers(len(new), self.cache.length):
+            logits = self.step(new, self.cache)  # b 1 v
+        elif self.encoder_decoder:
             logits = self.net.decode(
                 new, self.memory, self.memory_mask, decoder_attention_mask=mask, cache=self.cache
             )  # b t v

@@ -1,0 +1,183 @@
+"""The decode step without the module tree: one new token per row through a decoder's
+blocks in as few kernel launches as its formula allows, proven equal to the modules.
+
+Decoding a token on a CPU costs two things: streaming every weight from memory once (the
+bound: bytes of weights / read bandwidth), and running the modules' Python and small
+kernels between the matrix products (for SmolLM2-135M's 30 blocks, about 5 ms a token,
+a quarter of the step). `DecodeStep` keeps the first and trims the second. Each block of
+a pre-norm decoder, for the new token's row x (b 1 d), is still
+
+    u = x + W_O Attn(RoPE(W_QKV N1(x)), cached K, V)        (or x + Attn + FFN, parallel)
+    x = u + W_down (act(W_gate N2(u)) * W_up N2(u))          (plain FFN: act(W_up N2(u)))
+
+computed with the same kernels in the same order, but:
+
+* each matrix is laid out once for the decode product (`glassformer.fast.split_weight`:
+  W^T cut along its input features, one block per thread) and W_gate, W_up are one
+  matrix, so a block runs four products instead of five;
+* the norms are one fused kernel each (``F.rms_norm``, ``F.layer_norm``: bit-identical to
+  `glassformer.nn.norms` in float32, `tests/test_fast_decode.py`), the rotation is
+  computed once per step, and no module, hook point or mask is visited.
+
+The embedding, the final norm and the head are the model's own modules. A `DecodeStep`
+serves the decoders it can reproduce exactly (`unsupported` says why not otherwise) and
+only while no hook is attached; `glassformer.generate` uses it after the prefill when
+`glassformer.fast` is switched on. The layout is remade whenever a weight changes.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from glassformer import fast
+from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.norms import LayerNorm, RMSNorm
+
+
+def unsupported(net: nn.Module) -> str | None:
+    """Why `DecodeStep` cannot run ``net``, or None when it can."""
+    config = getattr(net, "config", None)
+    if config is None or config.family != "decoder":
+        return "only decoder-only language models"
+    reasons = {
+        "a mixture of experts": config.moe,
+        f"norm placement {config.norm_placement!r} (only 'pre')": config.norm_placement != "pre",
+        f"{config.positions!r} positions (a bias on scores)": config.positions in ("alibi", "t5_relative"),
+        "soft-capped scores or logits": config.attn_softcap is not None or config.logit_softcap is not None,
+        "q/k-norm over the whole projection": config.qk_norm and config.qk_norm_scope == "all",
+        "a local RoPE base": config.rope_local_base is not None,
+        "a classifier head": bool(config.n_classes),
+        "training mode": net.training,
+        "weights off the CPU": any(p.device.type != "cpu" for p in net.parameters()),
+        "glassformer.fast switched off": not fast.enabled(net),
+    }
+    return next((reason for reason, applies in reasons.items() if applies), None)
+
+
+_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> its DecodeStep
+
+
+def step_for(net: nn.Module) -> DecodeStep | None:
+    """``net``'s decode step with its weights' current layout, or None where it cannot serve
+    (`unsupported`) or a hook is attached (a hook must see the plain modules run)."""
+    if unsupported(net) is not None or _hooked(net):
+        return None
+    step = _STEPS.get(net)
+    if step is None or not step.current():
+        _STEPS.pop(net, None)  # free the old layout before making the new one
+        step = _STEPS[net] = DecodeStep(net)
+    return step
+
+
+def _hooked(net: nn.Module) -> bool:
+    """Whether a hook point or a torch module hook is attached anywhere in ``net``."""
+    if any(point.active for point in net.hook_points.values()):
+        return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
+
+
+class _Layer:
+    """One block's weights for the decode step (products split with `fast.split_weight`)."""
+
+    def __init__(self, block: nn.Module) -> None:
+        attn, ffn = block.attn, block.ffn
+        self.attn, self.act_fn = attn, ffn.act_fn
+        self.attn_norm, self.ffn_norm = block.attn_norm, block.ffn_norm  # ffn_norm None: shared
+        self.parallel = block.parallel
+        self.qkv, self.qkv_bias = fast.split_weight(attn.qkv_proj.weight), attn.qkv_proj.bias
+        self.o, self.o_bias = fast.split_weight(attn.o_proj.weight), attn.o_proj.bias
+        self.gated = ffn.gate_proj is not None
+        up = [ffn.gate_proj, ffn.up_proj] if self.gated else [ffn.up_proj]
+        self.up = fast.split_weight(torch.cat([linear.weight.detach() for linear in up]))
+        self.up_bias = None if ffn.up_proj.bias is None else torch.cat([linear.bias for linear in up])
+        self.down, self.down_bias = fast.split_weight(ffn.down_proj.weight), ffn.down_proj.bias
+        self.sources = [p for p in block.parameters()]  # whose versions say the layout is current
+
+
+class DecodeStep:
+    """A decoder's weights laid out for decoding, and the step that reads them."""
+
+    def __init__(self, net: nn.Module) -> None:
+        reason = unsupported(net)
+        if reason is not None:
+            raise ValueError(f"DecodeStep cannot run this model: {reason}")
+        self._net = weakref.ref(net)
+        self.stack = net.output_stack
+        self.layers = [_Layer(block) for block in self.stack.blocks]
+        self.windows = [w for w in self.stack.windows if w is not None]
+        self._versions = self._current_versions()
+
+    def _current_versions(self) -> list[tuple]:
+        return [fast.version(p) for layer in self.layers for p in layer.sources]
+
+    def current(self) -> bool:
+        """Whether every weight is as it was when laid out (else a new `DecodeStep` is needed)."""
+        return self._current_versions() == self._versions
+
+    def covers(self, rows: int, past: int) -> bool:
+        """Whether the step computes what the modules would for ``rows`` new tokens after
+        ``past`` cached ones: few rows (the decode regime) and no window hiding a key yet."""
+        return rows <= fast.DECODE_ROWS and all(past < window for window in self.windows)
+
+    @torch.no_grad()
+    def __call__(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Logits of one new token per row after the cached ones.  ids b 1 -> b 1 v."""
+        net, stack = self._net(), self.stack
+        b, past = ids.shape[0], cache.length
+        positions = torch.full((b, 1), past, dtype=torch.long, device=ids.device)  # b 1
+        x = stack.embed(ids, positions)  # b 1 d
+        rope = stack.rotary(positions, x.dtype) if stack.rotary is not None else None
+        for layer in self.layers:
+            x = self._block(layer, x, rope, cache)
+        cache.advance(1)
+        return net.unembed(_norm(stack.final_norm, x))  # b 1 v
+
+    def _block(self, layer: _Layer, x: torch.Tensor, rope, cache: KVCache) -> torch.Tensor:
+        """One block for the new rows.  b 1 d -> b 1 d."""
+        normed = _norm(layer.attn_norm, x)
+        attn = self._attention(layer, normed, rope, cache)  # b 1 d
+        if layer.parallel:  # both sublayers read the block's input
+            ffn_in = normed if layer.ffn_norm is None else _norm(layer.ffn_norm, x)
+            return x + attn + self._ffn(layer, ffn_in)
+        x = x + attn
+        return x + self._ffn(layer, _norm(layer.ffn_norm, x))
+
+    @staticmethod
+    def _attention(layer: _Layer, x: torch.Tensor, rope, cache: KVCache) -> torch.Tensor:
+        """softmax(q K^T * scale) V over every cached key and the new one.  b 1 d -> b 1 d."""
+        attn = layer.attn
+        b, h, g, e = x.shape[0], attn.n_heads, attn.n_kv_heads, attn.d_head
+        qkv = fast.split_product(x, layer.qkv, layer.qkv_bias)  # b 1 (h+2g)e
+        qkv = qkv.view(b, 1, h + 2 * g, e).transpose(1, 2)  # b (h+2g) 1 e
+        qk, v = qkv[:, : h + g], qkv[:, h + g :]
+        if attn.q_norm is not None:  # each head's e features
+            qk = torch.cat([_norm(attn.q_norm, qk[:, :h]), _norm(attn.k_norm, qk[:, h:])], dim=1)
+        if rope is not None:
+            qk = rope.apply(qk)
+        k, v = cache.append(attn.layer, qk[:, h:], v)  # b g s e
+        z = attn.fused_attention(qk[:, :h], k, v, None, None)  # b h 1 e: no key is hidden
+        return fast.split_product(z.transpose(1, 2).reshape(b, 1, h * e), layer.o, layer.o_bias)
+
+    @staticmethod
+    def _ffn(layer: _Layer, x: torch.Tensor) -> torch.Tensor:
+        """act(x W_gate) * x W_up, then W_down; W_gate and W_up in one product.  b 1 d -> b 1 d."""
+        up = fast.split_product(x, layer.up, layer.up_bias)  # b 1 f (plain) or b 1 2f (gated)
+        if layer.gated:
+            gate, up = up.chunk(2, dim=-1)
+            act = layer.act_fn(gate) * up
+        else:
+            act = layer.act_fn(up)
+        return fast.split_product(act, layer.down, layer.down_bias)
+
+
+def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``norm(x)`` as one fused kernel where that is bit-identical (float32), else the module."""
+    if x.dtype == torch.float32 and type(norm) is RMSNorm:
+        return F.rms_norm(x, x.shape[-1:], norm.weight, norm.eps)
+    if type(norm) is LayerNorm:
+        return F.layer_norm(x, x.shape[-1:], norm.weight, norm.bias, norm.eps)
+    return norm(x)
