@@ -82,9 +82,10 @@ def small_run(tmp_path, **train):
     return run
 
 
-@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
-def test_two_processes_train_as_one(tmp_path, parallel):
-    run = small_run(tmp_path, parallel=parallel)
+@pytest.mark.parametrize(("parallel", "grad_accum"), [("ddp", 1), ("fsdp", 1), ("ddp", 2)])
+def test_two_processes_train_as_one(tmp_path, parallel, grad_accum):
+    """Gradient accumulation composes: each micro-batch is cut between the ranks."""
+    run = small_run(tmp_path, parallel=parallel, grad_accum=grad_accum)
     one_progress, one_metrics = train(tmp_path, run, "one", 1)
     two_progress, two_metrics = train(tmp_path, run, "two", 2)
     assert [p["step"] for p in two_progress] == list(range(1, STEPS + 1))  # each step once
