@@ -35,36 +35,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _rank(rank, world, port, run, tmp_path, name, resume, kill_at):
+def _rank(rank, world, port, run, tmp_path, name, resume, signal_at):
     """One rank, as torchrun would start it (its environment), in a spawned process."""
     os.environ |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
     os.environ |= {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)}
     torch.set_num_threads(1)
     faulthandler.dump_traceback_later(JOB_TIMEOUT_S - 5, exit=True)  # a hang shows where it waits
     with distributed.process_group(timeout_s=60):
-        _fit(rank, run, tmp_path, name, resume, kill_at)  # the trainer is gone before the group
+        _fit(rank, run, tmp_path, name, resume, signal_at)  # the trainer is gone before the group
 
 
-def _fit(rank, run, tmp_path, name, resume, kill_at):
+def _fit(rank, run, tmp_path, name, resume, signal_at):
+    """``signal_at``: (rank, step, signal) sent to that rank as it begins that step."""
     trainer = make_trainer(run, tmp_path, name)
-    if kill_at is not None and rank == 1:
+    if signal_at is not None and rank == signal_at[0]:
         step = trainer.train_step
 
         def train_step():
-            if trainer.step == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)  # kill -9, mid-run
+            if trainer.step == signal_at[1]:
+                os.kill(os.getpid(), signal_at[2])  # mid-run: kill -9, or Ctrl-C
             return step()
 
         trainer.train_step = train_step
     trainer.fit(resume=resume)
 
 
-def train(tmp_path, run, name, world, resume=False, kill_at=None):
+def train(tmp_path, run, name, world, resume=False, signal_at=None):
     """Train ``run`` into ``tmp_path/name`` on ``world`` processes; its progress and metrics lines."""
     if world == 1:
         make_trainer(run, tmp_path, name).fit(resume=resume)
     else:
-        args = (world, free_port(), run, tmp_path, name, resume, kill_at)
+        args = (world, free_port(), run, tmp_path, name, resume, signal_at)
         job = mp.start_processes(_rank, args=args, nprocs=world, join=False, start_method="spawn")
         deadline = time.monotonic() + JOB_TIMEOUT_S
         while not job.join(timeout=1):  # raises ProcessExitedException when a rank fails
@@ -110,7 +111,7 @@ def test_a_killed_rank_resumes_on_two_processes_or_one(tmp_path):
     run = small_run(tmp_path)  # checkpoints every 4 steps
     _, reference = train(tmp_path, run, "reference", 1)
     with pytest.raises(mp.ProcessExitedException):  # rank 1 killed at step 10: the job stops
-        train(tmp_path, run, "killed", 2, kill_at=10)
+        train(tmp_path, run, "killed", 2, signal_at=(1, 10, signal.SIGKILL))
     state = checkpoint.load_trainer_state(tmp_path / "killed")
     assert state["step"] == 8 and state["distributed"]["world_size"] == 2
     shutil.copytree(tmp_path / "killed", tmp_path / "on-one")
@@ -120,6 +121,22 @@ def test_a_killed_rank_resumes_on_two_processes_or_one(tmp_path):
         assert [m["world_size"] for m in resumed] == [2, 2] + [world] * (len(resumed) - 2)
         for a, b in zip(reference, resumed, strict=True):
             assert b["val_loss"] == pytest.approx(a["val_loss"], abs=2e-4), (name, a["step"])
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_ctrl_c_on_one_rank_stops_both_at_one_step_with_a_checkpoint(tmp_path, rank):
+    """SIGINT to any rank (torchrun passes Ctrl-C to all; the lab signals rank 0): the ranks
+    agree after the step under way, save together, and the run resumes from that step."""
+    run = small_run(tmp_path)  # checkpoints every 4 steps
+    _, reference = train(tmp_path, run, "reference", 1)
+    # (torch.multiprocessing's ranks end quietly on KeyboardInterrupt, as after a parent's Ctrl-C)
+    progress, _ = train(tmp_path, run, "stopped", 2, signal_at=(rank, 9, signal.SIGINT))
+    assert progress[-1]["step"] == 10
+    state = checkpoint.load_trainer_state(tmp_path / "stopped")
+    assert state["step"] == 10  # the step under way at the signal ended; not the last interval (8)
+    _, resumed = train(tmp_path, run, "stopped", 2, resume=True)
+    for a, b in zip(reference, resumed, strict=True):
+        assert b["val_loss"] == pytest.approx(a["val_loss"], abs=2e-4), a["step"]
 
 
 def test_torchrun_writes_one_run_directory(tmp_path):

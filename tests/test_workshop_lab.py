@@ -6,6 +6,7 @@ the test's tmp_path."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 
 from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
 from glassformer.inspect.film import read_film
+from glassformer.train import checkpoint
 from glassformer.workshop.server import create_app
 from tests import trainer_processes
 from tests.test_workshop_api import char_lm
@@ -124,6 +126,31 @@ def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
     assert state["status"] == "stopped", state["log"]  # how it ended, if not by its Ctrl-C checkpoint
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="two processes need two cores")
+def test_a_run_on_two_processes_pauses_and_stops_as_one_with_a_checkpoint(lab):
+    url, runs = lab
+    assert call(url, "api/lab")[1]["fields"]["processes"] == {"kind": "int", "range": [1, os.cpu_count()]}
+    fields = {**SMALL, "train.steps": 100000, "processes": 2}
+    status, state = call(url, "api/lab/start", {"preset": "induction", "fields": fields})
+    assert status == 200 and state["status"] == "running", state
+    progress = runs / "induction-lab" / PROGRESS
+    wait_for(lambda: progress.exists() and progress.stat().st_size > 0, "the first steps")
+    assert call(url, "api/lab/pause", {})[1]["status"] == "paused"  # torchrun's agent and both ranks
+    time.sleep(0.5)  # a step in flight may still land
+    size = progress.stat().st_size
+    time.sleep(1.0)
+    assert progress.stat().st_size == size
+    assert call(url, "api/lab/resume", {})[1]["status"] == "running"
+    wait_for(lambda: progress.stat().st_size > size, "steps after resuming")
+    state = call(url, "api/lab/stop", {})[1]
+    assert state["status"] == "stopped", state["log"]
+    lines = [json.loads(line) for line in progress.read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(1, len(lines) + 1))  # each step once
+    assert {line["world_size"] for line in lines} == {2}
+    saved = checkpoint.load_trainer_state(runs / "induction-lab")
+    assert saved["step"] == lines[-1]["step"]  # both ranks stopped after one step, and saved it
+
+
 def test_the_lab_follows_a_run_started_from_the_command_line(lab):
     url, runs = lab
     command = [
@@ -200,6 +227,8 @@ def test_a_fine_tuning_preset_keeps_its_pretrained_architecture(lab):
         ({"preset": "induction", "fields": {"model.positions": "spiral"}}, "must be one of"),
         ({"preset": "induction", "fields": {"train.steps": 0}}, "from 1 to"),
         ({"preset": "induction", "fields": "all"}, "fields: input should be an object"),
+        ({"preset": "induction", "fields": {"processes": 0}}, "processes must be a whole number from 1"),
+        ({"preset": "induction", "fields": {"processes": 2.5}}, "processes must be a whole number from 1"),
     ],
 )
 def test_bad_lab_requests_are_explained(lab, body, message):

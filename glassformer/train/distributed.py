@@ -34,6 +34,8 @@ import copy
 import gc
 import inspect
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -128,6 +130,47 @@ def on_main(work: Callable[[], T]) -> T:
     if not ok:
         raise value  # on every rank: each stops with rank 0's own error
     return value
+
+
+class StopRequest:
+    """Ctrl-C for several processes: every rank stops at the same step, with a checkpoint.
+
+    One process stops where Ctrl-C finds it (``KeyboardInterrupt``) and saves. Ranks cannot:
+    the signal reaches them at different points of a step (torchrun passes its own SIGINT or
+    SIGTERM on to every worker; the lab signals rank 0 alone), and a checkpoint is written by
+    all of them together. So while a run has several processes, SIGINT and SIGTERM only set
+    ``requested``; after each step the ranks agree (`agreed`: the maximum over the ranks, one
+    small all-reduce) and all raise ``KeyboardInterrupt`` at the same step boundary, where the
+    trainer saves as one process would. The handlers are put back on exit.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, world: int, device: torch.device) -> None:
+        self.world, self.device, self.requested = world, device, False
+        self.stopping = False  # the ranks agreed to stop after this step
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequest:
+        if self.world > 1 and threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._request) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _request(self, signum: int, frame: Any) -> None:
+        self.requested = True
+
+    def agreed(self) -> bool:
+        """Whether any rank was asked to stop (every rank calls it after the same step)."""
+        if self.world == 1:
+            return False
+        flag = torch.tensor(float(self.requested), device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        self.stopping = bool(flag)
+        return self.stopping
 
 
 # the model across ranks ----------------------------------------------------------------
@@ -253,6 +296,10 @@ class Parallel:
                 owner.net = sharded
 
         return on_main(with_full_model)
+
+    def stop_request(self) -> StopRequest:
+        """Ctrl-C that stops every rank at one step boundary (a no-op in one process)."""
+        return StopRequest(self.world, _device(self.net))
 
     def log(self, log: Any) -> Any:
         """A run file's writer for this rank: rank 0's adds ``world_size`` to each line; the

@@ -227,33 +227,13 @@ class Trainer:
         s = self.settings
         quiet = None if self.parallel.is_main else True  # tqdm's None: shown on a terminal
         bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=quiet)
-        window_loss, window_tokens, window_time = [], 0, 0.0
-        last: dict[str, Any] = {}
+        stop = self.parallel.stop_request()  # several processes: Ctrl-C waits for the step's end
         try:
-            while self.step < s.steps:
-                start = time.perf_counter()
-                loss, norm, tokens = self.train_step()
-                window_time += time.perf_counter() - start
-                window_loss.append(loss)
-                window_tokens += tokens
-                tokens_per_s = window_tokens / max(window_time, 1e-9)
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
-                self._scalar("train/loss", loss)
-                self._scalar("train/grad_norm", norm)
-                self._scalar("train/lr", self.scheduler.get_last_lr()[0])
-                self._progress(loss, norm, tokens_per_s)
-                if self.step % s.eval_interval == 0 or self.step == s.steps:
-                    train_loss = sum(window_loss) / len(window_loss)
-                    last = self.parallel.on_full_model(  # on rank 0; the others wait
-                        self, self._evaluate_and_log, train_loss, tokens_per_s
-                    )
-                    window_loss, window_tokens, window_time = [], 0, 0.0
-                if self.step % s.checkpoint_interval == 0 or self.step == s.steps:
-                    self.save()
+            with stop:
+                return self._train_steps(bar, stop)
         except KeyboardInterrupt:
             bar.close()
-            if self.parallel.world > 1:  # the ranks stop at different points: no collective save
+            if self.parallel.world > 1 and not stop.stopping:  # not at an agreed step: no collective save
                 self.log(f"interrupted at step {self.step}: --resume continues from the last checkpoint")
                 raise
             self.save()
@@ -261,6 +241,35 @@ class Trainer:
             raise
         finally:
             bar.close()
+
+    def _train_steps(self, bar: tqdm, stop: distributed.StopRequest) -> dict[str, Any]:
+        """Steps, evaluations and checkpoints up to ``settings.steps``; the last evaluation line."""
+        s = self.settings
+        window_loss, window_tokens, window_time = [], 0, 0.0
+        last: dict[str, Any] = {}
+        while self.step < s.steps:
+            start = time.perf_counter()
+            loss, norm, tokens = self.train_step()
+            window_time += time.perf_counter() - start
+            window_loss.append(loss)
+            window_tokens += tokens
+            tokens_per_s = window_tokens / max(window_time, 1e-9)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+            self._scalar("train/loss", loss)
+            self._scalar("train/grad_norm", norm)
+            self._scalar("train/lr", self.scheduler.get_last_lr()[0])
+            self._progress(loss, norm, tokens_per_s)
+            if self.step % s.eval_interval == 0 or self.step == s.steps:
+                train_loss = sum(window_loss) / len(window_loss)
+                last = self.parallel.on_full_model(  # on rank 0; the others wait
+                    self, self._evaluate_and_log, train_loss, tokens_per_s
+                )
+                window_loss, window_tokens, window_time = [], 0, 0.0
+            if self.step % s.checkpoint_interval == 0 or self.step == s.steps:
+                self.save()
+            if stop.agreed():  # every rank, after this same step
+                raise KeyboardInterrupt
         return last
 
     def _evaluate_and_log(self, train_loss: float, tokens_per_s: float) -> dict[str, Any]:

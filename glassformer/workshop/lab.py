@@ -47,7 +47,16 @@ from glassformer.train.settings import (
     preset_names,
     preset_summary,
 )
-from glassformer.workshop.lab_fields import FIELDS, fixed_fields, overrides, preset_default, pretrained_model
+from glassformer.workshop.lab_fields import (
+    FIELDS,
+    PROCESSES,
+    fixed_fields,
+    max_processes,
+    overrides,
+    preset_default,
+    pretrained_model,
+    split_processes,
+)
 from glassformer.workshop.trainer_process import TrainerProcess
 
 LAB_SUFFIX = "-lab"
@@ -88,7 +97,7 @@ class Lab:
                 {
                     "name": name,
                     "summary": preset_summary(name),
-                    "fields": values,
+                    "fields": {**values, PROCESSES: 1},
                     "pretrained": pretrained,
                     "fixed": fixed,
                 }
@@ -97,10 +106,11 @@ class Lab:
 
     def fields(self) -> dict[str, dict[str, Any]]:
         """The fields the form may change: their kind and allowed values or range."""
-        return {
+        fields = {
             field: {"kind": kind.__name__, "allowed" if kind is str else "range": list(limits)}
             for field, (kind, limits) in FIELDS.items()
         }
+        return {**fields, PROCESSES: {"kind": "int", "range": [1, max_processes()]}}
 
     def estimate(self, preset: str, fields: dict[str, Any]) -> dict[str, Any]:
         """About how long ``preset`` with ``fields`` changed trains on this machine:
@@ -110,6 +120,7 @@ class Lab:
         evaluation (`glassformer.train.pace`), and kept for the server's life; the steps and
         the evaluation interval only multiply it. It is not measured while a run trains: the
         two would slow each other, and the slow pace would be kept."""
+        fields, _ = split_processes(fields)  # the pace of one process (several share the cores)
         run = self._run_config(preset, fields)
         shape = (preset, json.dumps(run.model, sort_keys=True))
         with self._measuring:
@@ -132,14 +143,22 @@ class Lab:
 
     # the process -----------------------------------------------------------------------------
     def start(self, preset: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """Start ``preset`` with ``fields`` changed, in ``runs/<preset>-lab`` (replaced)."""
-        self._run_config(preset, fields)  # checked here, so a bad mix is a message, not a failed process
+        """Start ``preset`` with ``fields`` changed, in ``runs/<preset>-lab`` (replaced); with
+        ``fields["processes"]`` > 1, on that many processes under torchrun (each a slice of every
+        batch: `glassformer.train.distributed`)."""
+        fields, processes = split_processes(fields)
+        run = self._run_config(preset, fields)  # checked here: a bad mix is a message, not a failed process
+        if run.train.batch_size < processes:
+            raise ValueError(
+                f"train.batch_size={run.train.batch_size} cannot be cut between {processes} processes "
+                "(each needs a row of every batch): start fewer processes"
+            )
         self._refuse_if_busy()
         self.run = f"{preset}{LAB_SUFFIX}"
         command = ["train", "--preset", preset, "--out", str(self.runs_root / self.run), "--overwrite"]
         for assignment in overrides(fields):
             command += ["--set", assignment]
-        self._launch(command)
+        self._launch(command, processes)
         return self.state()
 
     def resume_run(self, run: str) -> dict[str, Any]:
@@ -269,12 +288,17 @@ class Lab:
             raise ValueError(f"these settings make no model: {error}") from None
         return run
 
-    def _launch(self, arguments: list[str]) -> None:
+    def _launch(self, arguments: list[str], processes: int = 1) -> None:
+        """``glassformer <arguments>`` as this lab's child; several processes: torchrun's agent,
+        which starts the ranks (and passes them the lab's Ctrl-C)."""
         self.runs_root.mkdir(parents=True, exist_ok=True)
         log = open(self.runs_root / f".{self.run}.log", "wb")  # noqa: SIM115 (the child writes it)
         environment = {**os.environ, "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
+        launcher = []
+        if processes > 1:
+            launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
         child = subprocess.Popen(
-            [sys.executable, "-m", "glassformer", *arguments],
+            [sys.executable, *launcher, "-m", "glassformer", *arguments],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

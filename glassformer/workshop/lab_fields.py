@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from typing import Any
 
 from glassformer.config import ModelConfig
@@ -29,6 +30,26 @@ FIELDS: dict[str, tuple[type, Any]] = {
     "train.steps": (int, (1, 100_000)),
     "train.eval_interval": (int, (1, 10_000)),
 }
+
+
+PROCESSES = "processes"  # not a --set field: how many processes train the run (torchrun)
+
+
+def max_processes() -> int:
+    """The most processes the lab starts: one per CPU core (each rank then runs one thread)."""
+    return os.cpu_count() or 1
+
+
+def split_processes(fields: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """(the ``--set`` fields, the number of processes, checked: 1 when not given)."""
+    fields = dict(fields)
+    value = fields.pop(PROCESSES, 1)
+    most = max_processes()
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValueError(
+            f"processes must be a whole number from 1 to {most} (this machine's cores), got {value!r}"
+        )
+    return fields, value
 
 
 def pretrained_model(preset: dict[str, Any]) -> str | None:

@@ -6,6 +6,13 @@ finds such a trainer by its run directory's lock (`glassformer.train.run_lock`) 
 it: it follows, pauses (SIGSTOP), resumes (SIGCONT) and stops (SIGINT: the trainer saves a
 checkpoint) it by pid, as it does its own child.
 
+A run on several processes is torchrun's agent (the child) and its ranks, which the agent
+starts in sessions of their own. Pause and resume signal the agent and every process below
+it; Ctrl-C goes to the agent, which passes it on, and the ranks stop together after the
+step under way, with a checkpoint (`glassformer.train.distributed.StopRequest`). An adopted
+distributed run is its rank 0 (the lock's holder): paused alone, the other ranks wait for
+it at their next collective; stopped, it tells them.
+
 What differs is the end. A child's exit code says how it ended (0 done, 130 stopped by
 Ctrl-C); an adopted process is not our child, so its exit code goes to its parent and is
 lost here: whether it finished is read from its run's files (the last step logged against
@@ -35,6 +42,7 @@ class TrainerProcess:
     def __init__(self, pid: int, started: int | None, run_dir: Path, child: subprocess.Popen | None) -> None:
         self.pid, self.started, self.run_dir = pid, started, Path(run_dir)
         self._child = child
+        self._interrupted = False  # the lab asked it to stop (a torchrun agent then exits non-zero)
 
     @classmethod
     def launched(cls, child: subprocess.Popen, run_dir: Path) -> TrainerProcess:
@@ -63,7 +71,8 @@ class TrainerProcess:
         if self.alive():
             return "paused" if self._stopped() else "running"
         if self._child is not None:
-            return {0: "done", 130: "stopped"}.get(self._child.returncode, "failed")
+            code = self._child.returncode
+            return "done" if code == 0 else "stopped" if code == 130 or self._interrupted else "failed"
         return "done" if finished(self.run_dir) else "stopped"  # the exit code went to its parent
 
     def started_at(self) -> float | None:
@@ -77,18 +86,19 @@ class TrainerProcess:
 
     # what the lab does to it -------------------------------------------------------------------
     def pause(self) -> None:
-        self._signal(signal.SIGSTOP)
+        self._signal(signal.SIGSTOP, tree=True)
         self._settle(lambda: self._stopped())
 
     def resume(self) -> None:
-        self._signal(signal.SIGCONT)
+        self._signal(signal.SIGCONT, tree=True)
         self._settle(lambda: not self._stopped())
 
     def interrupt(self) -> None:
         """Ctrl-C for the trainer (it saves a checkpoint and exits); a paused one is continued
         so that it can."""
+        self._interrupted = True
         self._signal(signal.SIGINT)
-        self._signal(signal.SIGCONT)
+        self._signal(signal.SIGCONT, tree=True)
 
     def stop(self, timeout: float) -> None:
         """`interrupt`, wait up to ``timeout`` s for the checkpoint, then kill it."""
@@ -117,18 +127,38 @@ class TrainerProcess:
         stat = process_stat(self.pid)
         return stat is not None and stat[0] in "Tt"
 
-    def _signal(self, which: signal.Signals) -> None:
+    def _signal(self, which: signal.Signals, tree: bool = False) -> None:
+        """``which`` to the trainer; ``tree``: also to every process below it (torchrun's ranks)."""
         if not self.alive():  # an adopted pid may belong to another process by now
             return
-        try:
-            os.kill(self.pid, which)
-        except ProcessLookupError:  # it ended just now
-            pass
+        for pid in [self.pid, *(descendants(self.pid) if tree else [])]:
+            try:
+                os.kill(pid, which)
+            except ProcessLookupError:  # it ended just now
+                pass
 
     def _settle(self, done) -> None:
         deadline = time.monotonic() + SETTLE_S
         while self.alive() and not done() and time.monotonic() < deadline:
             time.sleep(0.01)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its children, theirs, ...), from /proc's parent pids."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # it ended while we looked
+            continue
+        parent = int(text[text.rfind(")") + 2 :].split()[1])  # field 4 of proc(5)
+        parents.setdefault(parent, []).append(int(stat.parent.name))
+    found, queue = [], list(parents.get(pid, []))
+    while queue:
+        child = queue.pop()
+        found.append(child)
+        queue.extend(parents.get(child, []))
+    return found
 
 
 def finished(run_dir: Path) -> bool:

@@ -67,7 +67,7 @@ function drawForm() {
     const input = spec.kind === "str"
       ? el("select", { name, "aria-label": name }, spec.allowed.map((v) => el("option", { value: v }, v)))
       : el("input", { name, type: "number", step: spec.kind === "int" ? "1" : "any", min: String(spec.range[0]), max: String(spec.range[1]), "aria-label": name });
-    return el("label", { class: "field" }, el("span", { class: "field-name" }, name.split(".")[1].replace("_", " ")), input);
+    return el("label", { class: "field" }, el("span", { class: "field-name" }, name.split(".").pop().replace("_", " ")), input);
   });
   form.replaceChildren(
     el("label", { class: "field" }, el("span", { class: "field-name" }, "preset"), preset),
