@@ -258,18 +258,20 @@ def q4_file(gguf_file) -> tuple[Path, dict[str, int]]:
     return path, sections
 
 
-def test_our_reader_reads_what_the_gguf_package_reads(q4_file):
-    """`_reader` views the file as a plain array (fast metadata); every field and tensor is
-    the same bytes as the reference reader's."""
-    from glassformer.formats.gguf import _reader
+def test_our_header_finds_the_bytes_the_gguf_package_reads(q4_file):
+    """`_reader` parses the header itself (tests/test_gguf_header.py: the same metadata); each
+    tensor's `StoredTensor` rows are the bytes of the reference reader's tensor, in its layout."""
+    from glassformer.formats.gguf import StoredTensor, _reader
 
     path, _ = q4_file
     ours, theirs = _reader(path), gguf.GGUFReader(str(path))
-    assert list(ours.fields) == list(theirs.fields)
-    for key, field in theirs.fields.items():
-        assert [bytes(p) for p in ours.fields[key].parts] == [bytes(p) for p in field.parts], key
-    tensors = [[(t.name, bytes(t.data)) for t in reader.tensors] for reader in (ours, theirs)]
-    assert tensors[0] == tensors[1]
+    assert list(ours.tensors) == [t.name for t in theirs.tensors]
+    with open(path, "rb") as handle:
+        for tensor in theirs.tensors:
+            stored = StoredTensor.of(ours.tensors[tensor.name])
+            rows = stored.read_rows(handle, 0, stored.rows)
+            assert rows.dtype == tensor.data.dtype and rows.tobytes() == tensor.data.tobytes(), tensor.name
+            assert rows.shape[-1] == tensor.data.shape[-1], tensor.name
 
 
 def test_wrong_magic_is_named(tmp_path, q4_file):

@@ -27,6 +27,7 @@ from glassformer.formats.gguf import load_gguf
 from glassformer.formats.gguf_architectures import SUPPORTED_ARCHITECTURES, config_from_gguf
 from glassformer.generate import GenerationSettings, generate_ids
 from glassformer.tokenizers.byte_unicode import bytes_to_unicode
+from glassformer.tokenizers.gguf_header import GGUFHeader, read_gguf_header
 from tests.test_hf_parity import VOCAB, _gemma, _llama, _mistral, _neox, _phi3, _qwen2, _qwen3
 from tests.test_hf_parity_gemma2_olmo2 import _loud, _olmo2
 from tests.test_moe import SMALL as MOE_SMALL
@@ -368,7 +369,7 @@ def test_a_shared_expert_gate_stored_as_a_vector_reads_the_same(pairs, tmp_path)
 # -- what llama.cpp's runtime knows, and what is refused ---------------------------------------
 
 
-def metadata_only(path: Path, arch: str, **keys) -> gguf.GGUFReader:
+def metadata_only(path: Path, arch: str, **keys) -> GGUFHeader:
     """A GGUF file holding only ``{arch}.{key}`` metadata (the writer method per key)."""
     writer = gguf.GGUFWriter(str(path), arch)
     for method, value in keys.items():
@@ -377,7 +378,7 @@ def metadata_only(path: Path, arch: str, **keys) -> gguf.GGUFReader:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return gguf.GGUFReader(path)
+    return read_gguf_header(path)
 
 
 GEMMA2_27B = dict(  # google/gemma-2-27b's sizes: head_dim 128, query_pre_attn_scalar 4608 / 32 = 144

@@ -26,7 +26,9 @@ fp16 scale d (two-level quantization):
 * Q2_K, Q3_K, Q5_K follow the same pattern with 2, 3 and 5 bits per value.
 
 `gguf.quants.dequantize` (the reference implementation, maintained with llama.cpp)
-turns a block into floats exactly as llama.cpp does; this module checks the storage
+turns a block into floats exactly as llama.cpp does (Q8_0, Q4_0 and Q4_1, the types small
+models ship in, are decoded by `glassformer.formats.gguf_blocks`: the same floats, bit for
+bit, on every core); this module checks the storage
 type against `SUPPORTED_STORAGE` and reads each tensor, dequantized a chunk of rows at a
 time, into the parameter `glassformer.formats.gguf_architectures` maps it to. Other types
 (the IQ "importance" quants, ternary TQ, MXFP4, ...) are refused before anything is
@@ -40,9 +42,11 @@ we undo that permutation so the weights fit our rotate-half RoPE, as Hugging Fac
 reads a GGUF file; Q, K and V are read into the three row blocks of our ``qkv_proj`` =
 [W_Q; W_K; W_V], and each expert of a mixture out of the one tensor that stacks them.
 
-A damaged file (truncated download, flipped bytes) raises ``ValueError`` naming the
-file; the metadata is checked against the tensors the file really holds before any
-memory is allocated, so a corrupted ``block_count`` cannot make us build a huge model.
+The header (metadata and where each tensor lies) is read by our own parser,
+`glassformer.tokenizers.gguf_header`, without touching the tensors' data. A damaged file
+(truncated download, flipped bytes) raises ``ValueError`` naming the file; the metadata
+is checked against the tensors the file really holds before any memory is allocated, so
+a corrupted ``block_count`` cannot make us build a huge model.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import numpy as np
 import torch
 
 from glassformer.config import ModelConfig
+from glassformer.formats import gguf_blocks
 from glassformer.formats.gguf_architectures import (
     IGNORED_TENSORS,
     SUPPORTED_ARCHITECTURES,
@@ -66,8 +71,9 @@ from glassformer.formats.gguf_architectures import (
     unpermute_rope_rows,
 )
 from glassformer.formats.key_map import Mapped, check_coverage
-from glassformer.models import build
+from glassformer.models import build, build_meta
 from glassformer.models.size import ModelTooLarge
+from glassformer.tokenizers.gguf_header import GGUFHeader, TensorInfo, read_gguf_header
 
 __all__ = ["SUPPORTED_ARCHITECTURES", "SUPPORTED_STORAGE", "load_gguf", "unpermute_rope_rows"]
 # Storage types we load: the float types and the block quantizations above, each of which
@@ -75,10 +81,6 @@ __all__ = ["SUPPORTED_ARCHITECTURES", "SUPPORTED_STORAGE", "load_gguf", "unpermu
 SUPPORTED_STORAGE = (
     "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"
 )  # fmt: skip
-# What the gguf reader raises on garbage: a short read indexes an empty array (IndexError) or
-# reshapes too few bytes (ValueError), an unknown type tag or bad UTF-8 (ValueError), a repeated
-# key (KeyError), absurd lengths (OverflowError, MemoryError).
-_DAMAGE = (ValueError, IndexError, KeyError, OverflowError, MemoryError)
 
 
 class UnsupportedStorageError(ValueError):
@@ -99,55 +101,18 @@ def _check_storage(path: Path, name: str, type_number: int) -> None:
         )
 
 
-def _reader(path: str | Path):
-    """A ``gguf.GGUFReader`` for ``path`` whose tensors all have a supported storage type."""
-    import gguf
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no GGUF file at {path}")
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if magic != b"GGUF":
-        raise ValueError(f"{path} is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
-
-    class CheckedReader(gguf.GGUFReader):
-        # The reader slices its np.memmap once per metadata value (~250,000 slices for a
-        # 49k-token vocabulary), and each memmap slice pays for memmap's own bookkeeping:
-        # a plain ndarray view of the same mapping reads the same bytes, still without
-        # copying the file, in under a third of the time (SmolLM2's file: 2.8 s -> 0.8 s).
-        def __init__(self, file: str) -> None:
-            self.filename = file  # np.memmap's own name for it, which the view has not
-            super().__init__(file)
-
-        @property
-        def data(self) -> np.ndarray:
-            return self._mapped
-
-        @data.setter
-        def data(self, mapped: np.ndarray) -> None:
-            self._mapped = mapped.view(np.ndarray)
-
-        # The reader parses every tensor's info, then maps its data; checking in between
-        # names the tensor even for a type number the gguf package does not know (which it
-        # would report only as "not a valid GGMLQuantizationType").
-        def _build_tensors(self, start_offs, fields):
-            for field in fields:  # parts: name length, name, n_dims, dims, type, data offset
-                name = bytes(field.parts[1]).decode("utf-8", errors="replace")
-                _check_storage(path, name, int(field.parts[4][0]))
-            super()._build_tensors(start_offs, fields)
-
-    try:
-        return CheckedReader(str(path))
-    except UnsupportedStorageError:
-        raise
-    except _DAMAGE as error:
-        raise ValueError(
-            f"{path} is a damaged or truncated GGUF file: {type(error).__name__}: {error}"
-        ) from None
+def _reader(path: str | Path) -> GGUFHeader:
+    """The header of the GGUF file at ``path``, once every tensor's storage type is found to be one
+    we load (a tensor of another type is named, and refused before anything is dequantized)."""
+    header = read_gguf_header(path)  # ValueError naming the file where it is damaged
+    for tensor in header.tensors.values():
+        _check_storage(header.path, tensor.name, int(tensor.storage))
+    return header
 
 
-def _check_tensors(path: Path, config: ModelConfig, arch: str, tensors: dict[str, Any]) -> list[Mapped]:
+def _check_tensors(
+    path: Path, config: ModelConfig, arch: str, tensors: dict[str, TensorInfo]
+) -> list[Mapped]:
     """The key map, once the file's tensors are found to be exactly those it expects, with our
     shapes: checked on the meta device, so a damaged header cannot make us allocate (or loop
     over) a huge model."""
@@ -167,13 +132,12 @@ def _check_tensors(path: Path, config: ModelConfig, arch: str, tensors: dict[str
     if missing:
         raise ValueError(f"{path}: the GGUF file lacks the tensors {', '.join(missing[:8])}")
     try:  # the metadata's sizes are checked against this machine before a module is made
-        with torch.device("meta"):
-            params = dict(build(config).named_parameters())
+        params = dict(build_meta(config).named_parameters())
     except ModelTooLarge as error:  # name the file (its metadata is damaged, or it is too big here)
         raise ModelTooLarge(f"{path}: {error}") from None
     check_coverage({name: tuple(p.shape) for name, p in params.items()}, mapping)
     for item in mapping:
-        shape = tuple(int(n) for n in reversed(tensors[item.theirs].shape.tolist()))  # fastest dim first
+        shape = tuple(reversed(tensors[item.theirs].shape))  # stored fastest dim first; ours last
         rest = tuple(params[item.ours].shape[1:])
         if isinstance(item.transform, StoredRows):  # one of the pieces cut from this tensor
             needed = (*item.transform.stored, *rest)
@@ -204,10 +168,9 @@ class StoredTensor:
     offset: int
 
     @classmethod
-    def of(cls, tensor) -> StoredTensor:
-        data = tensor.data  # a view into the reader's memory map: only its layout is used
-        rows = data.size // data.shape[-1] if data.ndim > 1 else 1  # (n, f, d) experts: n f rows
-        return cls(tensor.tensor_type, data.dtype, rows, data.size // rows, int(tensor.data_offset))
+    def of(cls, tensor: TensorInfo) -> StoredTensor:
+        item, rows, row_items = tensor.layout()  # (n, f, d) experts: n f rows of d values' items
+        return cls(tensor.storage, item, rows, row_items, tensor.offset)
 
     def read_rows(self, handle, start: int, stop: int) -> np.ndarray:
         """Rows start..stop as stored (a plain read: no mapping stays resident)."""
@@ -228,7 +191,11 @@ def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transfo
     import gguf
 
     def floats(start: int, stop: int) -> torch.Tensor:  # rows start..stop, (rows, row_items)
-        values = gguf.quants.dequantize(stored.read_rows(handle, start, stop), stored.storage)
+        raw = stored.read_rows(handle, start, stop)
+        decoded = gguf_blocks.dequantize(raw, stored.storage.name)  # the common types, on every core
+        if decoded is not None:
+            return decoded
+        values = gguf.quants.dequantize(raw, stored.storage)
         return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(stop - start, -1))
 
     with torch.no_grad():
@@ -246,34 +213,34 @@ def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transfo
 def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
     """(model, tokenizer, chat template) from a GGUF file; weights dequantized to ``dtype``.
 
-    Memory: the parsed metadata (~150 MB of small arrays for a 49k-token vocabulary) is
+    Memory: the parsed metadata (a 49k-token vocabulary is ~10 MB of Python strings) is
     dropped before the model is allocated, and each tensor is read and dequantized in
     chunks straight into its parameter, so loading peaks near one copy of the weights."""
     from glassformer.tokenizers.gguf_vocab import read_gguf_tokenizer
 
-    reader = _reader(path)
+    header = _reader(path)
     try:
-        meta = read_gguf_tokenizer(reader)
+        meta = read_gguf_tokenizer(header)
         tokenizer = meta.tokenizer()
     except (ValueError, TypeError) as error:  # bad UTF-8, a merge of unknown tokens, ...
-        if str(reader.filename) in str(error):  # gguf_vocab's own errors name the file
+        if str(header.path) in str(error):  # gguf_vocab's own errors name the file
             raise
         raise ValueError(f"{path}: the GGUF tokenizer metadata is damaged: {error}") from None
-    tensors = {t.name: t for t in reader.tensors}
+    tensors = header.tensors
     special = {
         "bos_token_id": meta.bos_token_id,
         "eos_token_id": meta.eos_token_id,
         "pad_token_id": meta.pad_token_id,
     }
     try:
-        arch = architecture(reader)
-        config = config_from_gguf(reader, len(meta.tokens), set(tensors), special)
+        arch = architecture(header)
+        config = config_from_gguf(header, len(meta.tokens), set(tensors), special)
     except ValueError as error:  # name the file
         raise ValueError(f"{path}: {error}") from None
     mapping = _check_tensors(Path(path), config, arch, tensors)
     stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
     chat_template = meta.chat_template
-    del reader, meta, tensors  # the metadata goes before the weights come
+    del header, meta, tensors  # the metadata goes before the weights come
     net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below
     params = dict(net.named_parameters())
     with open(path, "rb") as handle:

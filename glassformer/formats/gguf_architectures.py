@@ -91,21 +91,18 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 _REQUIRED = object()
 
 
-def _field(reader, key: str, default: Any = _REQUIRED) -> Any:
-    field = reader.fields.get(key)
-    if field is None:
-        if default is _REQUIRED:
-            raise ValueError(f"the GGUF metadata lacks {key!r}")
-        return default
-    try:
-        return field.contents()
-    except UnicodeDecodeError as error:
-        raise ValueError(f"the GGUF metadata {key!r} is not valid UTF-8 (a damaged file?): {error}") from None
+def _field(header, key: str, default: Any = _REQUIRED) -> Any:
+    """A metadata value of a `GGUFHeader` (its strings already checked as UTF-8 when read)."""
+    if key in header.metadata:
+        return header.metadata[key]
+    if default is _REQUIRED:
+        raise ValueError(f"the GGUF metadata lacks {key!r}")
+    return default
 
 
-def _number(reader, key: str, kind: type, default: Any = _REQUIRED) -> Any:
+def _number(header, key: str, kind: type, default: Any = _REQUIRED) -> Any:
     """A metadata field that must be an integer (``kind=int``) or a number (``kind=float``)."""
-    value = _field(reader, key, default)
+    value = _field(header, key, default)
     if value is default and default is not _REQUIRED:
         return value
     allowed = (int,) if kind is int else (int, float)
@@ -116,9 +113,9 @@ def _number(reader, key: str, kind: type, default: Any = _REQUIRED) -> Any:
     return kind(value)
 
 
-def architecture(reader) -> str:
+def architecture(header) -> str:
     """``general.architecture``, refused unless it is one of `SUPPORTED_ARCHITECTURES`."""
-    arch = _field(reader, "general.architecture")
+    arch = _field(header, "general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
         raise ValueError(
             f"GGUF architecture {arch!r} is not supported; supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
@@ -126,16 +123,16 @@ def architecture(reader) -> str:
     return arch
 
 
-def config_from_gguf(reader, n_tokens: int, tensors: set[str], special: dict[str, int | None]) -> ModelConfig:
+def config_from_gguf(header, n_tokens: int, tensors: set[str], special: dict[str, int | None]) -> ModelConfig:
     """The `ModelConfig` of a GGUF file: its ``{arch}.*`` metadata, what llama.cpp's runtime knows
     of the architecture, and which optional tensors (biases, an untied head) ``tensors`` holds."""
-    arch = architecture(reader)
+    arch = architecture(header)
     for name, value in special.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"the GGUF tokenizer's {name} should be an integer, not {value!r:.60}")
 
     def number(key: str, kind: type = int, default: Any = _REQUIRED) -> Any:
-        return _number(reader, f"{arch}.{key}", kind, default)
+        return _number(header, f"{arch}.{key}", kind, default)
 
     n_heads, d_model = number("attention.head_count"), number("embedding_length")
     # llama.cpp: key_length, else d_model / heads; Llama's files give it as rope.dimension_count
@@ -157,7 +154,7 @@ def config_from_gguf(reader, n_tokens: int, tensors: set[str], special: dict[str
         max_seq_len=number("context_length", int, 2048),
         rope_base=number("rope.freq_base", float, 10000.0),
         rotary_dim=None if rotary == d_head else rotary,
-        **_rope_scaling(reader, arch),
+        **_rope_scaling(header, arch),
         qkv_bias="blk.0.attn_q.bias" in tensors or "blk.0.attn_qkv.bias" in tensors,
         out_bias="blk.0.attn_output.bias" in tensors,
         ffn_bias="blk.0.ffn_down.bias" in tensors,
@@ -165,17 +162,17 @@ def config_from_gguf(reader, n_tokens: int, tensors: set[str], special: dict[str
         **special,
     )
     if arch == "gptneox":
-        return ModelConfig(**fields, **_neox(reader, arch))
+        return ModelConfig(**fields, **_neox(header, arch))
     fields["norm_eps"] = number("attention.layer_norm_rms_epsilon", float, 1e-6)
     if arch == "phi3" and {"rope_factors_long.weight", "rope_factors_short.weight"} & tensors:
         raise ValueError("Phi-3's LongRoPE (rope_factors_long / rope_factors_short) is not supported")
-    return ModelConfig(**{**LLAMA_STYLE, **fields, **_family(reader, arch, fields)})
+    return ModelConfig(**{**LLAMA_STYLE, **fields, **_family(header, arch, fields)})
 
 
-def _rope_scaling(reader, arch: str) -> dict[str, Any]:
+def _rope_scaling(header, arch: str) -> dict[str, Any]:
     """Linear RoPE scaling (positions divided by the factor), or none; YaRN, LongRoPE refused."""
-    kind = _field(reader, f"{arch}.rope.scaling.type", "linear")  # llama.cpp's default type
-    factor = _number(reader, f"{arch}.rope.scaling.factor", float, 0.0)
+    kind = _field(header, f"{arch}.rope.scaling.type", "linear")  # llama.cpp's default type
+    factor = _number(header, f"{arch}.rope.scaling.factor", float, 0.0)
     if kind == "none" or (kind == "linear" and factor in (0.0, 1.0)):
         return {}
     if kind != "linear":
@@ -183,26 +180,26 @@ def _rope_scaling(reader, arch: str) -> dict[str, Any]:
     return {"rope_scaling": "linear", "rope_scaling_factor": factor}
 
 
-def _neox(reader, arch: str) -> dict[str, Any]:
+def _neox(header, arch: str) -> dict[str, Any]:
     """GPT-NeoX's fields: LayerNorm, GELU, a parallel residual unless the file says otherwise."""
     key = f"{arch}.use_parallel_residual"
-    parallel = _field(reader, key, True)
+    parallel = _field(header, key, True)
     if not isinstance(parallel, bool):
         raise ValueError(f"the GGUF metadata {key!r} should be a bool, not {parallel!r:.60}")
     return dict(
         positions="rope",
         norm="layernorm",
-        norm_eps=_number(reader, f"{arch}.attention.layer_norm_epsilon", float, 1e-5),
+        norm_eps=_number(header, f"{arch}.attention.layer_norm_epsilon", float, 1e-5),
         activation="gelu",
         parallel_residual=parallel,
     )
 
 
-def _family(reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+def _family(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
     """What each Llama-like architecture changes in Llama's layout (see the table above)."""
     out: dict[str, Any] = {}
     if arch in ("llama", "qwen2moe"):
-        out.update(_experts(reader, arch, sizes["d_ff"]))
+        out.update(_experts(header, arch, sizes["d_ff"]))
     if arch in GEMMA:
         out.update(activation="geglu_tanh", embed_scale=True)
     if arch in ("gemma2", "gemma3"):
@@ -211,49 +208,49 @@ def _family(reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
         if sizes["n_layers"] == LAYERS_OF_27B[arch] and per_head != sizes["d_head"]:
             out["attn_scale"] = per_head**-0.5
     if arch == "gemma2":  # llama.cpp's defaults are Gemma 2's caps
-        out["attn_softcap"] = _number(reader, f"{arch}.attn_logit_softcapping", float, 50.0) or None
-        out["logit_softcap"] = _number(reader, f"{arch}.final_logit_softcapping", float, 30.0) or None
+        out["attn_softcap"] = _number(header, f"{arch}.attn_logit_softcapping", float, 50.0) or None
+        out["logit_softcap"] = _number(header, f"{arch}.final_logit_softcapping", float, 30.0) or None
     if arch == "gemma3":  # scores never capped; logits only when the file says so
-        out["logit_softcap"] = _number(reader, f"{arch}.final_logit_softcapping", float, 0.0) or None
+        out["logit_softcap"] = _number(header, f"{arch}.final_logit_softcapping", float, 0.0) or None
     if arch == "qwen3":
         out["qk_norm"] = True
     if arch == "olmo2":
         out.update(norm_placement="output", qk_norm=True, qk_norm_scope="all")
     if arch in WINDOWS:
-        out.update(_windows(reader, arch, sizes))
+        out.update(_windows(header, arch, sizes))
     return out
 
 
-def _experts(reader, arch: str, d_ff: int) -> dict[str, Any]:
+def _experts(header, arch: str, d_ff: int) -> dict[str, Any]:
     """A mixture's sizes: Mixtral's (``llama`` with ``expert_count``) or Qwen2-MoE's."""
-    n = _number(reader, f"{arch}.expert_count", int, 0)
+    n = _number(header, f"{arch}.expert_count", int, 0)
     if not n:
         if arch == "qwen2moe":
             raise ValueError("qwen2moe.expert_count is missing or 0: a Qwen2-MoE file has experts")
         return {}
-    k = _number(reader, f"{arch}.expert_used_count", int)
+    k = _number(header, f"{arch}.expert_used_count", int)
     if arch == "llama":  # Mixtral: each expert is feed_forward_length wide, the k weights renormalized
         return dict(n_experts=n, experts_per_token=k, expert_d_ff=d_ff)
-    expert_d_ff = _number(reader, f"{arch}.expert_feed_forward_length", int, d_ff // max(k, 1))
+    expert_d_ff = _number(header, f"{arch}.expert_feed_forward_length", int, d_ff // max(k, 1))
     return dict(  # llama.cpp's qwen2moe never renormalizes the k weights (norm_topk_prob false)
         d_ff=expert_d_ff,
         n_experts=n,
         experts_per_token=k,
         expert_d_ff=expert_d_ff,
         normalize_expert_weights=False,
-        shared_expert_d_ff=_number(reader, f"{arch}.expert_shared_feed_forward_length", int, d_ff),
+        shared_expert_d_ff=_number(header, f"{arch}.expert_shared_feed_forward_length", int, d_ff),
     )
 
 
-def _windows(reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+def _windows(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
     """``attn_window`` and ``global_every`` from ``attention.sliding_window`` (0: none) and
     ``attention.sliding_window_pattern``: an integer k (llama.cpp: layer i is windowed unless
     i % k == k - 1; k = 0 every layer), or one bool per layer (True: windowed)."""
     default_window, default_period = WINDOWS[arch]
-    window = _number(reader, f"{arch}.attention.sliding_window", int, default_window)
+    window = _number(header, f"{arch}.attention.sliding_window", int, default_window)
     if not window:
         return {}
-    pattern = _field(reader, f"{arch}.attention.sliding_window_pattern", default_period)
+    pattern = _field(header, f"{arch}.attention.sliding_window_pattern", default_period)
     n = sizes["n_layers"]
     if isinstance(pattern, list):
         full = [i for i, windowed in enumerate(pattern) if not windowed]
@@ -271,9 +268,9 @@ def _windows(reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"attn_window": window, "global_every": k}
     if arch == "gemma3":  # windowed layers: their own base, never scaled (llama.cpp's default 10000)
-        out["rope_local_base"] = _number(reader, f"{arch}.rope.freq_base_swa", float, 10000.0)
+        out["rope_local_base"] = _number(header, f"{arch}.rope.freq_base_swa", float, 10000.0)
     else:  # their own base where stored, else the global one; OLMo's windowed layers never scaled
-        local = _number(reader, f"{arch}.rope.freq_base_swa", float, sizes["rope_base"])
+        local = _number(header, f"{arch}.rope.freq_base_swa", float, sizes["rope_base"])
         if local != sizes["rope_base"] or (arch == "olmo2" and "rope_scaling" in sizes):
             out["rope_local_base"] = local
     return out

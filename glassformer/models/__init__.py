@@ -4,6 +4,7 @@ puts a new classification head on a (pretrained) encoder or decoder."""
 from __future__ import annotations
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from glassformer.config import ModelConfig
 from glassformer.models.base import TransformerModel
@@ -37,14 +38,37 @@ def build(
     check_size(config, dtype, max_parameters)
     if initialize:
         return FAMILY_CLASSES[config.family](config).to(dtype)
-    with torch.device("meta"):
-        net = FAMILY_CLASSES[config.family](config).to(dtype)
-    net = net.to_empty(device="cpu")
+    net = build_meta(config, dtype, max_parameters).to_empty(device="cpu")
     net.tie_weights()  # to_empty gives tied parameters separate memory: tie them again
     for module in net.modules():  # computed buffers (RoPE frequencies, ALiBi slopes)
         if hasattr(module, "reset_buffers"):
             module.reset_buffers()
     return net
+
+
+def build_meta(
+    config: ModelConfig, dtype: torch.dtype = torch.float32, max_parameters: int | None = None
+) -> TransformerModel:
+    """``config``'s model on the meta device: its modules and parameter shapes, without memory
+    or initialization (its size checked first, as `build` does)."""
+    check_size(config, dtype, max_parameters)
+    with torch.device("meta"), _NoRandomFill():
+        return FAMILY_CLASSES[config.family](config).to(dtype)
+
+
+class _NoRandomFill(TorchFunctionMode):
+    """Skips torch's random fills (``nn.init.normal_``, as nn.Embedding's constructor calls it)
+    while a model is built on the meta device: there is nothing to fill, and torch's meta
+    ``normal_`` goes through its reference implementations, whose first use imports
+    torch._dynamo (0.7 s of every first load)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.init.normal_:
+            return args[0] if args else kwargs["tensor"]
+        if func is torch.Tensor.normal_:
+            return args[0] if args else kwargs["self"]
+        return func(*args, **kwargs)
 
 
 __all__ = [
@@ -54,5 +78,6 @@ __all__ = [
     "ModelTooLarge",
     "TransformerModel",
     "build",
+    "build_meta",
     "with_classifier",
 ]

@@ -123,11 +123,12 @@ class RotaryEmbedding(nn.Module):
         self.reset_buffers()
 
     def reset_buffers(self) -> None:
-        """theta_i = base^(-2i/e), i = 0 .. e/2 - 1 (also after building on the meta device)."""
+        """theta_i = base^(-2i/e), i = 0 .. e/2 - 1 (also after building on the meta device;
+        computed on the CPU: a meta arange would run torch's reference decompositions, whose
+        first use imports torch._dynamo, 0.5 s)."""
         e = self.d_head
-        self.inv_freq = 1.0 / self.base ** (
-            torch.arange(0, e, 2, dtype=torch.float32, device=self.inv_freq.device) / e
-        )
+        exponents = torch.arange(0, e, 2, dtype=torch.float32, device="cpu") / e
+        self.inv_freq = (1.0 / self.base**exponents).to(self.inv_freq.device)
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> Rotation:
         """The rotation for each position, laid out to match the pairing.  b t -> b 1 t e."""

@@ -11,7 +11,7 @@ llama.cpp keeps the tokenizer beside the weights under ``tokenizer.ggml.*`` keys
 ``tokenizer.ggml.*_token_id``   bos, eos, padding, unknown
 ==============================  ==================================================
 
-Only metadata is read (the reader maps tensors lazily; nothing is dequantized). Control
+Only the header is read (`gguf_header`: no tensor data, nothing dequantized). Control
 and user-defined tokens become special tokens, the rest the byte-level vocabulary.
 
     >>> from glassformer.tokenizers.loading import package_file
@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from glassformer.tokenizers.bpe import ByteBPE
 from glassformer.tokenizers.byte_unicode import unicode_to_bytes
+from glassformer.tokenizers.gguf_header import GGUFHeader, read_gguf_header
 
 # llama.cpp's `tokenizer.ggml.pre` names -> our pattern names. Only those checked against a
 # reference are listed (llama.cpp gives several others, e.g. "starcoder", the same regexes).
@@ -102,40 +102,18 @@ class GGUFTokenizer:
         )
 
 
-def _value(field) -> Any:
-    """A metadata field's value: a scalar, a string, or a list (no `contents()`: gguf < 0.11)."""
-    from gguf import GGUFValueType
-
-    def one(index: int, kind) -> Any:
-        part = field.parts[index]
-        return bytes(part).decode("utf-8") if kind == GGUFValueType.STRING else part.tolist()[0]
-
-    if field.types[0] == GGUFValueType.ARRAY:
-        return [one(index, field.types[-1]) for index in field.data]
-    return one(field.data[0], field.types[0])
-
-
-def read_gguf_tokenizer(source) -> GGUFTokenizer:
-    """The tokenizer metadata of a GGUF file (a path, or an open ``gguf.GGUFReader``)."""
-    from gguf import GGUFReader
-
-    if isinstance(source, GGUFReader):
-        named = getattr(source, "filename", None) or getattr(getattr(source, "data", None), "filename", None)
-        reader, name = source, str(named or "<GGUFReader>")
+def read_gguf_tokenizer(source: str | Path | GGUFHeader) -> GGUFTokenizer:
+    """The tokenizer metadata of a GGUF file (a path, or its `GGUFHeader` already read)."""
+    if isinstance(source, GGUFHeader):
+        header = source
     else:
-        path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"no GGUF file at {path}")
         try:
-            reader, name = GGUFReader(path), str(path)
-        except (ValueError, OSError) as error:  # bad magic, truncated file
-            raise ValueError(f"{path} is not a readable GGUF file: {error}") from None
-    fields = reader.fields
-
-    def get(key: str, default: Any = None) -> Any:
-        return _value(fields[key]) if key in fields else default
-
-    if "tokenizer.ggml.model" not in fields or "tokenizer.ggml.tokens" not in fields:
+            header = read_gguf_header(source)  # FileNotFoundError: no file there
+        except ValueError as error:  # bad magic, truncated file (the message names the file)
+            raise ValueError(f"not a readable GGUF file: {error}") from None
+    metadata, name = header.metadata, str(header.path)
+    get = metadata.get
+    if "tokenizer.ggml.model" not in metadata or "tokenizer.ggml.tokens" not in metadata:
         raise ValueError(
             f"{name} holds no tokenizer (no tokenizer.ggml.model / tokenizer.ggml.tokens metadata)"
         )
@@ -155,6 +133,6 @@ def read_gguf_tokenizer(source) -> GGUFTokenizer:
     )
 
 
-def from_gguf(source, pattern: str | None = None) -> ByteBPE:
-    """The `ByteBPE` of a GGUF file (a path or an open ``gguf.GGUFReader``)."""
+def from_gguf(source: str | Path | GGUFHeader, pattern: str | None = None) -> ByteBPE:
+    """The `ByteBPE` of a GGUF file (a path or its `GGUFHeader`)."""
     return read_gguf_tokenizer(source).tokenizer(pattern)
