@@ -4,7 +4,9 @@
 * greedy decoding tokens/s for 128 new tokens (both with their KV caches);
 * prefill time of a 512-token prompt;
 * the memory-bandwidth bound of decoding: every new token reads every weight once, so
-  tokens/s <= read bandwidth / bytes of weights (bandwidth measured here, now).
+  tokens/s <= read bandwidth / bytes of weights (bandwidth measured here, now);
+* int8 decode weights (`glassformer.fast_int8`, where they measure faster): tokens/s, and what
+  they do to the next-token distribution against float32 on 20 prompts, teacher-forced.
 
     python -m benchmarks.pretrained_speed [--new-tokens 128 --prefill 512]
 """
@@ -18,7 +20,8 @@ import warnings
 import torch
 
 import glassformer as gf
-from benchmarks.common import interleaved_medians, median_seconds
+from benchmarks.common import cpu_name, interleaved_medians, median_seconds
+from glassformer import fast_decode
 from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
 
@@ -41,6 +44,7 @@ def main() -> None:
     parser.add_argument("--prefill", type=int, default=512)
     args = parser.parse_args()
     path = resolve("smollm2-135m-instruct")
+    print(f"machine: {cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
 
     start = time.perf_counter()
     lm = gf.load("smollm2-135m-instruct")
@@ -72,6 +76,13 @@ def main() -> None:
             gf.fast.disable(lm.net)
             plain_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
             gf.fast.enable(lm.net)
+        fast_decode.use_weights(lm.net, "int8")
+        int8_step = fast_decode.step_for(lm.net)
+        int8_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
+        fast_decode.use_weights(lm.net, "float32")
+        starts = ["Once upon a time", "The capital of", "def f(x):", "In 1969", "Water boils at"]
+        texts = [f"{start} {i}" for i, start in enumerate(starts * 4)]
+        agree, kl = fast_decode.compare_weights(lm.net, [lm.tokenizer.encode(t) for t in texts], new_tokens=8)
         long = torch.randint(0, lm.config.vocab_size, (1, args.prefill))
         prefill = interleaved_medians({"ours": lambda: lm.net(long), "hf": lambda: hf(long)}, repeats=5)
         ours_prefill, hf_prefill = prefill["ours"], prefill["hf"]
@@ -84,6 +95,11 @@ def main() -> None:
             f"  without glassformer.fast (plain nn.Linear): {n / plain_s:.1f} tok/s "
             f"({hf_s / plain_s:.2f}x HF; the fast path gives {plain_s / ours_s:.2f}x)"
         )
+    print(
+        f"  int8 decode weights ({int8_step.weights}: {int8_step.reason}): {n / int8_s:.1f} tok/s "
+        f"({hf_s / int8_s:.2f}x HF); against float32 on 20 prompts x 8 positions, teacher-forced: "
+        f"top-1 agreement {agree:.1%}, mean KL {kl:.4f} nats"
+    )
     print(
         f"prefill {args.prefill} tokens: ours {ours_prefill:.2f} s, HF {hf_prefill:.2f} s "
         f"(ours / HF = {ours_prefill / hf_prefill:.2f})"

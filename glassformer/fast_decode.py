@@ -23,6 +23,11 @@ The embedding, the final norm and the head are the model's own modules. A `Decod
 serves the decoders it can reproduce exactly (`unsupported` says why not otherwise) and
 only while no hook is attached; `glassformer.generate` uses it after the prefill when
 `glassformer.fast` is switched on. The layout is remade whenever a weight changes.
+
+``use_weights(net, "int8")`` makes the step read 8-bit copies of the matrices, the head's
+included (`glassformer.fast_int8`: an approximation with a stated bound, used only where it
+measures faster than float32 on this CPU; ``step.weights`` and ``step.reason`` say what was
+chosen and why). The default, "float32", is greedy-identical to the modules.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from glassformer import fast
+from glassformer import fast, fast_int8
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.norms import LayerNorm, RMSNorm
 
@@ -41,7 +46,7 @@ from glassformer.nn.norms import LayerNorm, RMSNorm
 def unsupported(net: nn.Module) -> str | None:
     """Why `DecodeStep` cannot run ``net``, or None when it can."""
     config = getattr(net, "config", None)
-    if config is None or config.family != "decoder":
+    if config is None or not config.generates or config.seq2seq:
         return "only decoder-only language models"
     reasons = {
         "a mixture of experts": config.moe,
@@ -50,7 +55,6 @@ def unsupported(net: nn.Module) -> str | None:
         "soft-capped scores or logits": config.attn_softcap is not None or config.logit_softcap is not None,
         "q/k-norm over the whole projection": config.qk_norm and config.qk_norm_scope == "all",
         "a local RoPE base": config.rope_local_base is not None,
-        "a classifier head": bool(config.n_classes),
         "training mode": net.training,
         "weights off the CPU": any(p.device.type != "cpu" for p in net.parameters()),
         "glassformer.fast switched off": not fast.enabled(net),
@@ -58,7 +62,16 @@ def unsupported(net: nn.Module) -> str | None:
     return next((reason for reason, applies in reasons.items() if applies), None)
 
 
+WEIGHTS = ("float32", "int8")
 _STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> its DecodeStep
+_CHOSEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> the weights asked for
+
+
+def use_weights(net: nn.Module, weights: str) -> None:
+    """Decode ``net`` with "float32" weights (the default) or "int8" copies (`glassformer.fast_int8`)."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"decode weights {weights!r}; allowed values: {', '.join(WEIGHTS)}")
+    _CHOSEN[net] = weights
 
 
 def step_for(net: nn.Module) -> DecodeStep | None:
@@ -66,10 +79,10 @@ def step_for(net: nn.Module) -> DecodeStep | None:
     (`unsupported`) or a hook is attached (a hook must see the plain modules run)."""
     if unsupported(net) is not None or _hooked(net):
         return None
-    step = _STEPS.get(net)
-    if step is None or not step.current():
+    step, asked = _STEPS.get(net), _CHOSEN.get(net, "float32")
+    if step is None or not step.current() or step.asked != asked:
         _STEPS.pop(net, None)  # free the old layout before making the new one
-        step = _STEPS[net] = DecodeStep(net)
+        step = _STEPS[net] = DecodeStep(net, asked)
     return step
 
 
@@ -80,39 +93,61 @@ def _hooked(net: nn.Module) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
 
 
-class _Layer:
-    """One block's weights for the decode step (products split with `fast.split_weight`)."""
+class _Float32Product:
+    """x W^T + b as the decode product (`fast.split_weight`'s layout: a copy of W)."""
 
-    def __init__(self, block: nn.Module) -> None:
+    def __init__(self, weight: torch.Tensor) -> None:
+        self.split = fast.split_weight(weight)
+
+    def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        return fast.split_product(x, self.split, bias)
+
+
+class _Layer:
+    """One block's weights for the decode step, each matrix as a ``product`` (float32 or int8)."""
+
+    def __init__(self, block: nn.Module, product) -> None:
         attn, ffn = block.attn, block.ffn
         self.attn, self.act_fn = attn, ffn.act_fn
         self.attn_norm, self.ffn_norm = block.attn_norm, block.ffn_norm  # ffn_norm None: shared
         self.parallel = block.parallel
-        self.qkv, self.qkv_bias = fast.split_weight(attn.qkv_proj.weight), attn.qkv_proj.bias
-        self.o, self.o_bias = fast.split_weight(attn.o_proj.weight), attn.o_proj.bias
+        self.qkv, self.qkv_bias = product(attn.qkv_proj.weight), attn.qkv_proj.bias
+        self.o, self.o_bias = product(attn.o_proj.weight), attn.o_proj.bias
         self.gated = ffn.gate_proj is not None
         up = [ffn.gate_proj, ffn.up_proj] if self.gated else [ffn.up_proj]
-        self.up = fast.split_weight(torch.cat([linear.weight.detach() for linear in up]))
+        self.up = product(torch.cat([linear.weight.detach() for linear in up]))
         self.up_bias = None if ffn.up_proj.bias is None else torch.cat([linear.bias for linear in up])
-        self.down, self.down_bias = fast.split_weight(ffn.down_proj.weight), ffn.down_proj.bias
+        self.down, self.down_bias = product(ffn.down_proj.weight), ffn.down_proj.bias
         self.sources = [p for p in block.parameters()]  # whose versions say the layout is current
 
 
 class DecodeStep:
     """A decoder's weights laid out for decoding, and the step that reads them."""
 
-    def __init__(self, net: nn.Module) -> None:
+    def __init__(self, net: nn.Module, weights: str = "float32") -> None:
         reason = unsupported(net)
         if reason is not None:
             raise ValueError(f"DecodeStep cannot run this model: {reason}")
+        if weights not in WEIGHTS:
+            raise ValueError(f"decode weights {weights!r}; allowed values: {', '.join(WEIGHTS)}")
         self._net = weakref.ref(net)
         self.stack = net.output_stack
-        self.layers = [_Layer(block) for block in self.stack.blocks]
+        self.asked, self.weights, self.reason = weights, weights, "asked for"
+        if weights == "int8":  # only where the kernel beats float32 on this CPU
+            c = net.config
+            widest = (2 if c.gated else 1) * c.d_ff
+            faster, timings = fast_int8.faster_than_float32(widest, c.d_model, torch.get_num_threads())
+            self.weights = "int8" if faster else "float32"
+            self.reason = f"{'faster' if faster else 'slower, so float32'}: {timings}"
+        product = fast_int8.Int8Product if self.weights == "int8" else _Float32Product
+        self.layers = [_Layer(block, product) for block in self.stack.blocks]
+        self.head = fast_int8.Int8Product(net.lm_head.weight) if self.weights == "int8" else None
         self.windows = [w for w in self.stack.windows if w is not None]
         self._versions = self._current_versions()
 
     def _current_versions(self) -> list[tuple]:
-        return [fast.version(p) for layer in self.layers for p in layer.sources]
+        head = [self._net().lm_head.weight] if self.head is not None else []
+        return [fast.version(p) for layer in self.layers for p in layer.sources + head]
 
     def current(self) -> bool:
         """Whether every weight is as it was when laid out (else a new `DecodeStep` is needed)."""
@@ -134,7 +169,11 @@ class DecodeStep:
         for layer in self.layers:
             x = self._block(layer, x, rope, cache)
         cache.advance(1)
-        return net.unembed(_norm(stack.final_norm, x))  # b 1 v
+        x = _norm(stack.final_norm, x)
+        if self.head is None:
+            return net.unembed(x)  # b 1 v
+        scale, bias = net.config.lm_head_input_scale, net.lm_head.bias
+        return self.head(x * scale if scale != 1.0 else x, bias)  # b 1 v: int8 W_U
 
     def _block(self, layer: _Layer, x: torch.Tensor, rope, cache: KVCache) -> torch.Tensor:
         """One block for the new rows.  b 1 d -> b 1 d."""
@@ -151,7 +190,7 @@ class DecodeStep:
         """softmax(q K^T * scale) V over every cached key and the new one.  b 1 d -> b 1 d."""
         attn = layer.attn
         b, h, g, e = x.shape[0], attn.n_heads, attn.n_kv_heads, attn.d_head
-        qkv = fast.split_product(x, layer.qkv, layer.qkv_bias)  # b 1 (h+2g)e
+        qkv = layer.qkv(x, layer.qkv_bias)  # b 1 (h+2g)e
         qkv = qkv.view(b, 1, h + 2 * g, e).transpose(1, 2)  # b (h+2g) 1 e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if attn.q_norm is not None:  # each head's e features
@@ -160,18 +199,18 @@ class DecodeStep:
             qk = rope.apply(qk)
         k, v = cache.append(attn.layer, qk[:, h:], v)  # b g s e
         z = attn.fused_attention(qk[:, :h], k, v, None, None)  # b h 1 e: no key is hidden
-        return fast.split_product(z.transpose(1, 2).reshape(b, 1, h * e), layer.o, layer.o_bias)
+        return layer.o(z.transpose(1, 2).reshape(b, 1, h * e), layer.o_bias)
 
     @staticmethod
     def _ffn(layer: _Layer, x: torch.Tensor) -> torch.Tensor:
         """act(x W_gate) * x W_up, then W_down; W_gate and W_up in one product.  b 1 d -> b 1 d."""
-        up = fast.split_product(x, layer.up, layer.up_bias)  # b 1 f (plain) or b 1 2f (gated)
+        up = layer.up(x, layer.up_bias)  # b 1 f (plain) or b 1 2f (gated)
         if layer.gated:
             gate, up = up.chunk(2, dim=-1)
             act = layer.act_fn(gate) * up
         else:
             act = layer.act_fn(up)
-        return fast.split_product(act, layer.down, layer.down_bias)
+        return layer.down(act, layer.down_bias)
 
 
 def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -181,3 +220,24 @@ def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
     if type(norm) is LayerNorm:
         return F.layer_norm(x, x.shape[-1:], norm.weight, norm.bias, norm.eps)
     return norm(x)
+
+
+@torch.no_grad()
+def compare_weights(net: nn.Module, prompts: list[list[int]], new_tokens: int = 8) -> tuple[float, float]:
+    """What int8 decode weights do to ``net``'s next-token distributions, teacher-forced: float32's
+    greedy continuation of each prompt is fed to both steps, so every position sees the same input.
+    -> (top-1 agreement, mean KL(float32 || int8) in nats), over every new position."""
+    steps = {weights: DecodeStep(net, weights) for weights in WEIGHTS}
+    agree, divergence, count = 0, 0.0, 0
+    for prompt in prompts:
+        ids = torch.tensor([prompt])
+        caches = {w: KVCache.for_model(net.config, 1, len(prompt) + new_tokens) for w in WEIGHTS}
+        prefill = [net(ids, cache=caches[w]) for w in WEIGHTS][0]  # b t v: the modules fill both caches
+        token = prefill[:, -1:].argmax(-1)  # b 1
+        for _ in range(new_tokens):
+            reference, approximate = (steps[w](token, caches[w])[0, -1].log_softmax(-1) for w in WEIGHTS)
+            agree += int(reference.argmax() == approximate.argmax())
+            divergence += float((reference.exp() * (reference - approximate)).sum())
+            count += 1
+            token = reference.argmax().view(1, 1)
+    return agree / count, divergence / count

@@ -9,7 +9,7 @@ import pytest
 import glassformer as gf
 import glassformer.chat
 import glassformer.loading
-from glassformer import cli
+from glassformer import cli, fast
 from glassformer.chat import chat_loop, render_chat, reply
 from glassformer.tokenizers.bpe_train import train_bpe
 
@@ -92,3 +92,19 @@ def test_the_generate_command_passes_only_the_flags_given(chat_lm, monkeypatch, 
     assert cli.main(["generate", "tiny", "hello", "--top-k", "5"]) == 0
     assert capsys.readouterr().out == "hello" + "Hi there" + "\n"
     assert stream.calls == [("hello", {"max_new_tokens": 300, "top_k": 5})]  # 300: the command's default
+
+
+@pytest.mark.parametrize("command", ["generate", "chat"])
+def test_int8_decode_weights_are_asked_for_and_the_choice_told(chat_lm, monkeypatch, capsys, command):
+    from glassformer import fast_decode, fast_int8
+
+    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (True, "int8 1 us vs float32 3 us"))
+    monkeypatch.setattr(glassformer.loading, "load", lambda model, dtype: chat_lm)
+    monkeypatch.setattr(glassformer.chat, "chat_loop", lambda lm, **options: None)
+    fast.enable(chat_lm.net.eval())
+    assert cli.main([command, "tiny", "--decode-weights", "int8", "--max-new-tokens", "3"]) == 0
+    told = capsys.readouterr()
+    assert "decode weights: int8 (faster: int8 1 us vs float32 3 us)" in told.out + told.err
+    assert fast_decode.step_for(chat_lm.net).weights == "int8"
+    fast_decode.use_weights(chat_lm.net, "float32")  # the module's model as the other tests have it
+    fast.disable(chat_lm.net).train()

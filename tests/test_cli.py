@@ -16,7 +16,15 @@ FLAGS = {
     "config": {"--d-model", "--n-heads", "--n-kv-heads", "--positions", "--tie-embeddings", "--d-ff"},
     "data": {"--data-dir"},
     "train": {"--preset", "--out", "--set", "--resume", "--overwrite", "--data-dir"},
-    "generate": {"--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed", "--dtype"},
+    "generate": {
+        "--max-new-tokens",
+        "--temperature",
+        "--top-k",
+        "--top-p",
+        "--seed",
+        "--dtype",
+        "--decode-weights",
+    },  # fmt: skip
     "eval": {"--data-dir"},
     "runs": {"--root"},
     "chat": {"--dtype", "--system", "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed"},

@@ -21,7 +21,7 @@ LAYERS = [
         ["glassformer.config", "glassformer.config_checks", "glassformer.atomic", "glassformer.data_home"],
     ),
     ("building blocks", ["glassformer.nn"]),
-    ("fast paths", ["glassformer.fast", "glassformer.fast_decode"]),
+    ("fast paths", ["glassformer.fast", "glassformer.fast_decode", "glassformer.fast_int8"]),
     ("models", ["glassformer.models"]),
     ("tokenizers", ["glassformer.tokenizers"]),
     ("formats", ["glassformer.formats"]),

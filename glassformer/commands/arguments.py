@@ -63,3 +63,29 @@ def add_generation_flags(parser: argparse.ArgumentParser, max_new_tokens: int | 
 def chosen_generation_options(args: argparse.Namespace) -> dict[str, Any]:
     """The generation flags that were given (or have a command default), as keyword arguments."""
     return {name: getattr(args, name) for name in GENERATION_FLAGS if getattr(args, name) is not None}
+
+
+def add_decode_weights_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--decode-weights",
+        choices=["float32", "int8"],
+        default="float32",
+        help="the weights each new token reads: float32 (default; the same tokens as the plain "
+        "modules) or int8 copies, a quarter of the bytes (an approximation: glassformer.fast_int8 "
+        "states its bound; used only where it measures faster on this CPU)",
+    )
+
+
+def use_decode_weights(lm: Any, weights: str, say: Callable[[str], None]) -> None:
+    """Ask for ``weights`` when ``lm`` decodes, and ``say`` what was chosen (int8 may be declined)."""
+    from glassformer import fast_decode
+
+    if weights == "float32":
+        return
+    fast_decode.use_weights(lm.net, weights)
+    step = fast_decode.step_for(lm.net)  # laid out now, so that the choice is known
+    if step is None:
+        reason = fast_decode.unsupported(lm.net) or "a hook is attached"
+        say(f"decode weights: float32 ({weights} needs glassformer.fast_decode's step: {reason})")
+    else:
+        say(f"decode weights: {step.weights} ({step.reason})")

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from glassformer.commands.arguments import add_generation_flags, chosen_generation_options
+from glassformer.commands.arguments import (
+    add_decode_weights_flag,
+    add_generation_flags,
+    chosen_generation_options,
+    use_decode_weights,
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -20,6 +25,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "model", nargs="?", default="smollm2-135m-instruct", help="registry name, .gguf file or HF directory"
     )
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
+    add_decode_weights_flag(parser)
     parser.add_argument("--system", default=None, help="a system message (default: the template's own)")
     add_generation_flags(parser, max_new_tokens=256)  # a reply, not a continuation
     parser.set_defaults(handler=run)
@@ -29,5 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from glassformer.chat import chat_loop
     from glassformer.loading import load
 
-    chat_loop(load(args.model, args.dtype), system=args.system, **chosen_generation_options(args))
+    lm = load(args.model, args.dtype)
+    use_decode_weights(lm, args.decode_weights, print)
+    chat_loop(lm, system=args.system, **chosen_generation_options(args))
     return 0

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from glassformer.commands.arguments import add_generation_flags, chosen_generation_options
+from glassformer.commands.arguments import (
+    add_decode_weights_flag,
+    add_generation_flags,
+    chosen_generation_options,
+    use_decode_weights,
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -24,6 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("prompt", nargs="?", default="\n", help="the text to continue (default: a newline)")
     add_generation_flags(parser, max_new_tokens=300)
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
+    add_decode_weights_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -33,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     lm = load(args.model, args.dtype)
     if lm.tokenizer is None:
         raise ValueError(f"{args.model} has no tokenizer, so it cannot generate from text")
+    use_decode_weights(lm, args.decode_weights, lambda line: print(line, file=sys.stderr))
     sys.stdout.write(args.prompt)
     for piece in lm.stream(args.prompt, **chosen_generation_options(args)):
         sys.stdout.write(piece)
