@@ -19,6 +19,12 @@ is computed; they live here, so that the reference path stays readable:
   order (differences ~1e-7). The copy is made on first use and remade whenever W changes
   (its version counter moves); training and long inputs take the ordinary path. The
   price is a second copy of each weight while decoding.
+* **oneDNN's packed weights** (`inference_weight`). Where it measures faster on this CPU
+  (`onednn_layout`: on the AMD EPYC we develop on, MKL's float32 GEMM runs at about half
+  the speed of oneDNN's, which packs W into the blocks its kernels stream), that copy is
+  oneDNN's packed W instead, and every product without gradients takes it, long inputs
+  (a prompt's prefill: ~1.9x) as well as decoding rows. Still float32: the same sums in
+  oneDNN's blocked order (differences ~1e-6 of the outputs' scale).
 * **Attention in float32 under CPU autocast** (`Float32Attention`). Training autocasts
   the projections to bfloat16, but CPU attention kernels are slower in bfloat16 than in
   float32 (the backward ~5x): attention runs in float32, the projections around it in
@@ -28,6 +34,9 @@ Both are CPU-only: `enable` leaves a model on another device as it is.
 """
 
 from __future__ import annotations
+
+import functools
+import time
 
 import torch
 from torch import nn
@@ -39,7 +48,8 @@ DECODE_ROWS = 8  # at most this many rows (b * t) take the decode product
 
 
 class DecodeLinear(nn.Linear):
-    """nn.Linear sharing another's parameters, with the split-K decode product for a few rows."""
+    """nn.Linear sharing another's parameters, with the inference product (`inference_weight`)
+    without gradients: for a few rows, or for any number in oneDNN's packed layout."""
 
     @classmethod
     def sharing(cls, linear: nn.Linear) -> DecodeLinear:
@@ -48,7 +58,7 @@ class DecodeLinear(nn.Linear):
         nn.Module.__init__(fast)
         fast.in_features, fast.out_features = linear.in_features, linear.out_features
         fast.weight, fast.bias = linear.weight, linear.bias
-        fast._split_weight, fast._split_key = None, None
+        fast._prepared_weight, fast._prepared_key = None, None
         return fast
 
     def plain(self) -> nn.Linear:
@@ -60,18 +70,21 @@ class DecodeLinear(nn.Linear):
         return linear
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not _decoding(x):
+        plain = torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type)
+        if plain or torch.compiler.is_compiling():  # torch.compile traces the plain product
             return F.linear(x, self.weight, self.bias)
-        return split_product(x, self._split(), self.bias)
+        if x.numel() // x.shape[-1] > DECODE_ROWS and _layout(self.weight) != "onednn":
+            return F.linear(x, self.weight, self.bias)
+        return inference_product(x, self._prepared(), self.bias)
 
-    def _split(self) -> torch.Tensor:
-        """`split_weight` of W, reused while W is unchanged."""
-        key = (_parts(self.in_features), version(self.weight))
-        if self._split_key != key:
-            self._split_weight = None  # free the old copy before making the new one
-            self._split_weight = split_weight(self.weight)
-            self._split_key = key
-        return self._split_weight
+    def _prepared(self) -> torch.Tensor:
+        """`inference_weight` of W, reused while W is unchanged."""
+        key = (_layout(self.weight), _parts(self.in_features), version(self.weight))
+        if self._prepared_key != key:
+            self._prepared_weight = None  # free the old copy before making the new one
+            self._prepared_weight = inference_weight(self.weight)
+            self._prepared_key = key
+        return self._prepared_weight
 
     def extra_repr(self) -> str:
         return super().extra_repr() + ", decode fast path"
@@ -83,20 +96,82 @@ def _parts(in_features: int) -> int:
     return threads if threads > 1 and in_features % threads == 0 else 1
 
 
-def split_weight(weight: torch.Tensor) -> torch.Tensor:
-    """W (out, in) laid out for the decode product: W^T cut along its input features into p
-    blocks, one (p, in/p, out) tensor (a copy)."""
+def inference_weight(weight: torch.Tensor) -> torch.Tensor:
+    """A copy of W (out, in) laid out for `inference_product`: oneDNN's packed blocks where
+    `onednn_layout` measured them faster (float32), else W^T cut along its input features into
+    p blocks, one (p, in/p, out) tensor (the split-K decode product)."""
     w = weight.detach()
-    parts = _parts(w.shape[1])
-    return w.t().reshape(parts, w.shape[1] // parts, -1).contiguous()
+    if _layout(w) == "onednn":
+        return torch.ops.mkldnn._reorder_linear_weight(w, PACKED_FOR_ROWS)
+    return _split(w)
 
 
-def split_product(x: torch.Tensor, split: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x W^T + b from `split_weight`'s layout: sum_j x_j V_j + b, one batched product.  ... in -> ... out."""
-    parts = split.shape[0]
+def inference_product(
+    x: torch.Tensor, prepared: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    """x W^T + b from `inference_weight`'s copy.  ... in -> ... out. Split: sum_j x_j V_j + b as
+    one batched product."""
+    if prepared.is_mkldnn:
+        rows = x.reshape(-1, x.shape[-1])  # n in
+        out = torch.ops.mkldnn._linear_pointwise(rows, prepared, bias, "none", [], "")  # n out
+        return out.view(*x.shape[:-1], -1)
+    parts = prepared.shape[0]
     rows = x.reshape(-1, parts, x.shape[-1] // parts).transpose(0, 1)  # p rows in/p
-    out = torch.bmm(rows, split).sum(0).view(*x.shape[:-1], -1)  # ... out
+    out = torch.bmm(rows, prepared).sum(0).view(*x.shape[:-1], -1)  # ... out
     return out + bias if bias is not None else out
+
+
+PACKED_FOR_ROWS = 512  # oneDNN's packing hint: measured as fast for one row as for a prompt's 512
+
+
+def _layout(weight: torch.Tensor) -> str:
+    """The layout of W's inference copy: oneDNN's (float32, where measured faster) or the split."""
+    if weight.dtype == torch.float32 and onednn_layout(torch.get_num_threads())[0]:
+        return "onednn"
+    return "split"
+
+
+def _split(weight: torch.Tensor) -> torch.Tensor:
+    """W^T cut along its input features into p blocks: (p, in/p, out), a copy."""
+    parts = _parts(weight.shape[1])
+    return weight.t().reshape(parts, weight.shape[1] // parts, -1).contiguous()
+
+
+@functools.cache
+def onednn_layout(threads: int) -> tuple[bool, str]:
+    """(whether oneDNN's packed float32 weights beat ``F.linear`` for a 256-row prompt and match
+    the split decode product for one row on this CPU, with the timings): measured once per
+    process and thread count on a 1536 x 576 matrix (SmolLM2's FFN), copies past the caches."""
+    if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
+        return False, "oneDNN is not in this torch"
+    weights = [torch.randn(1536, 576) * 0.02 for _ in range(16)]  # 56 MB
+    packed = [torch.ops.mkldnn._reorder_linear_weight(w, PACKED_FOR_ROWS) for w in weights]
+    split = [_split(w) for w in weights]
+    one, prompt = torch.randn(1, 576), torch.randn(256, 576)
+    runs = {
+        "onednn 1": lambda: [inference_product(one, w) for w in packed],
+        "split 1": lambda: [inference_product(one, w) for w in split],
+        "onednn 256": lambda: [inference_product(prompt, w) for w in packed[:2]],
+        "linear 256": lambda: [F.linear(prompt, w) for w in weights[:2]],
+    }
+    seconds = {name: _median_seconds(run) for name, run in runs.items()}
+    # a prompt's products must be faster; one row's no slower than the split's (within noise)
+    wins = seconds["onednn 1"] < 1.1 * seconds["split 1"] and seconds["onednn 256"] < seconds["linear 256"]
+    ms = {name: f"{value * 1e3:.1f}" for name, value in seconds.items()}
+    return wins, (
+        f"oneDNN {ms['onednn 1']} vs split {ms['split 1']} ms (16 one-row products), "
+        f"{ms['onednn 256']} vs F.linear {ms['linear 256']} ms (2 products of 256 rows)"
+    )
+
+
+def _median_seconds(run, repeats: int = 7) -> float:
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[repeats // 2]
 
 
 def version(tensor: torch.Tensor) -> tuple:
@@ -104,13 +179,6 @@ def version(tensor: torch.Tensor) -> tuple:
     # Tensors made under torch.inference_mode() have no version counter (and cannot be
     # changed in place outside it): their storage alone identifies them.
     return (tensor.data_ptr(), None if tensor.is_inference() else tensor._version, tensor.dtype)
-
-
-def _decoding(x: torch.Tensor) -> bool:
-    """A few rows, no gradients, no autocast: the matrix-vector regime of decoding."""
-    if torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type):
-        return False
-    return x.numel() // x.shape[-1] <= DECODE_ROWS
 
 
 class Float32Attention(AttentionBackend):

@@ -12,7 +12,7 @@ a pre-norm decoder, for the new token's row x (b 1 d), is still
 
 computed with the same kernels in the same order, but:
 
-* each matrix is laid out once for the decode product (`glassformer.fast.split_weight`:
+* each matrix is laid out once for the decode product (`glassformer.fast.inference_weight`:
   W^T cut along its input features, one block per thread) and W_gate, W_up are one
   matrix, so a block runs four products instead of five;
 * the norms are one fused kernel each (``F.rms_norm``, ``F.layer_norm``: bit-identical to
@@ -94,13 +94,13 @@ def _hooked(net: nn.Module) -> bool:
 
 
 class _Float32Product:
-    """x W^T + b as the decode product (`fast.split_weight`'s layout: a copy of W)."""
+    """x W^T + b as the decode product (`fast.inference_weight`'s layout: a copy of W)."""
 
     def __init__(self, weight: torch.Tensor) -> None:
-        self.split = fast.split_weight(weight)
+        self.split = fast.inference_weight(weight)
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        return fast.split_product(x, self.split, bias)
+        return fast.inference_product(x, self.split, bias)
 
 
 class _Layer:

@@ -68,11 +68,11 @@ def faster_than_float32(out_features: int, in_features: int, threads: int) -> tu
     matrix that together exceed the caches."""
     copies = max(2, (64 << 20) // (out_features * in_features * 4))  # >= 64 MB of float32
     weights = [torch.randn(out_features, in_features) * 0.02 for _ in range(copies)]
-    splits = [fast.split_weight(w) for w in weights]
+    splits = [fast.inference_weight(w) for w in weights]
     int8s = [Int8Product(w) for w in weights]
     x = torch.randn(1, in_features)
     runs = {
-        "float32": lambda: [fast.split_product(x, split) for split in splits],
+        "float32": lambda: [fast.inference_product(x, split) for split in splits],
         "int8": lambda: [product(x) for product in int8s],
     }
     times: dict[str, list[float]] = {name: [] for name in runs}

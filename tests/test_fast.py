@@ -102,3 +102,23 @@ def test_load_switches_fast_paths_on_and_they_change_nothing():
     fast_lm, plain_lm = gf.load("minilm-l6"), gf.load("minilm-l6", fast_paths=False)
     assert fast.enabled(fast_lm.net) and not fast.enabled(plain_lm.net)
     assert torch.allclose(fast_lm.embed(sentences), plain_lm.embed(sentences), atol=1e-6)
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+@pytest.mark.parametrize("rows", [1, 8, 9, 300])
+def test_both_inference_layouts_equal_linear(monkeypatch, onednn, rows):
+    """oneDNN's packed copy (any rows) or the split one (decoding rows; F.linear beyond)."""
+    monkeypatch.setattr(fast, "onednn_layout", lambda threads: (onednn, "chosen by the test"))
+    torch.manual_seed(rows)
+    plain = nn.Linear(96, 40)
+    decode = fast.DecodeLinear.sharing(plain)
+    x = torch.randn(rows, 96)
+    with torch.no_grad():
+        torch.testing.assert_close(decode(x), plain(x), atol=1e-5, rtol=1e-5)
+    copy = decode._prepared_weight
+    assert copy is None if (rows > fast.DECODE_ROWS and not onednn) else copy.is_mkldnn == onednn
+
+
+def test_the_layout_is_measured_and_explained():
+    chosen, timings = fast.onednn_layout(torch.get_num_threads())
+    assert isinstance(chosen, bool) and "oneDNN" in timings and "F.linear" in timings
