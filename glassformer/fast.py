@@ -25,6 +25,10 @@ is computed; they live here, so that the reference path stays readable:
   oneDNN's packed W instead, and every product without gradients takes it, long inputs
   (a prompt's prefill: ~1.9x) as well as decoding rows. Still float32: the same sums in
   oneDNN's blocked order (differences ~1e-6 of the outputs' scale).
+
+While a hook function is attached anywhere (`glassformer.nn.hooks.any_attached`: a trace, an
+intervention, the workshop's pass), every product is the plain ``F.linear``: what a trace
+shows is the reference path.
 * **Attention in float32 under CPU autocast** (`Float32Attention`). Training autocasts
   the projections to bfloat16, but CPU attention kernels are slower in bfloat16 than in
   float32 (the backward ~5x): attention runs in float32, the projections around it in
@@ -42,6 +46,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from glassformer.nn import hooks
 from glassformer.nn.attention import AttentionBackend
 
 DECODE_ROWS = 8  # at most this many rows (b * t) take the decode product
@@ -70,8 +75,8 @@ class DecodeLinear(nn.Linear):
         return linear
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        plain = torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type)
-        if plain or torch.compiler.is_compiling():  # torch.compile traces the plain product
+        plain = torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type) or hooks.any_attached()
+        if plain or torch.compiler.is_compiling():  # a trace and torch.compile see the plain product
             return F.linear(x, self.weight, self.bias)
         if x.numel() // x.shape[-1] > DECODE_ROWS and _layout(self.weight) != "onednn":
             return F.linear(x, self.weight, self.bias)

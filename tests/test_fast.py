@@ -122,3 +122,25 @@ def test_both_inference_layouts_equal_linear(monkeypatch, onednn, rows):
 def test_the_layout_is_measured_and_explained():
     chosen, timings = fast.onednn_layout(torch.get_num_threads())
     assert isinstance(chosen, bool) and "oneDNN" in timings and "F.linear" in timings
+
+
+def test_a_trace_sees_the_plain_products(monkeypatch):
+    """While a hook is attached (a trace), the fast products step aside: values are bit-identical
+    to the plain modules'; once it is gone, the fast copy serves again."""
+    from glassformer.nn import hooks
+    from glassformer.nn.trace import capture
+
+    monkeypatch.setattr(fast, "onednn_layout", lambda threads: (True, "chosen by the test"))
+    net = tiny_net(d_model=384, n_heads=6)  # wide enough that oneDNN's sums differ from F.linear's
+    ids = torch.randint(0, 61, (1, 12))
+    names = ["blocks.*.attn.q", "blocks.*.ffn.out", "logits"]
+    plain = capture(net, names, lambda: net(ids))
+    fast.enable(net)
+    traced = capture(net, names, lambda: net(ids))
+    assert not hooks.any_attached()
+    assert list(traced) == list(plain) and all(torch.equal(traced[name], plain[name]) for name in plain)
+    assert torch.equal(traced.output, plain.output)
+    with torch.no_grad():  # no hook: the packed copy is made and used
+        untraced = net(ids)
+    assert net.lm_head._prepared_weight is not None and net.lm_head._prepared_weight.is_mkldnn
+    assert not torch.equal(untraced, plain.output)  # so the trace's equality above says something

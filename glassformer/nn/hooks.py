@@ -28,6 +28,13 @@ import torch
 from torch import nn
 
 HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
+_attached = 0  # hook functions attached to any point of any model: the fast paths step aside
+
+
+def any_attached() -> bool:
+    """Whether a hook function is attached anywhere (a trace or an intervention is running):
+    `glassformer.fast` then computes with the plain modules, so a trace shows the reference path."""
+    return _attached > 0
 
 
 class HookPoint:
@@ -58,10 +65,14 @@ class HookPoint:
         return bool(self.fns)
 
     def add(self, fn: HookFn) -> None:
+        global _attached
         self.fns.append(fn)
+        _attached += 1
 
     def remove(self, fn: HookFn) -> None:
+        global _attached
         self.fns.remove(fn)
+        _attached -= 1
 
     def __repr__(self) -> str:
         return f"HookPoint({self.name!r}, hooks={len(self.fns)})"
