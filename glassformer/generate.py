@@ -222,7 +222,7 @@ class _Sequences:
                 new, self.memory, self.memory_mask, decoder_attention_mask=mask, cache=self.cache
             )  # b t v
         else:
-            logits = self.net(new, mask, cache=self.cache)  # b t v
+            logits = self.net(new, mask, cache=self.cache, last_only=True)  # b 1 v
         return logits[:, -1].float()  # b v
 
     def append(self, token: torch.Tensor) -> None:

@@ -421,3 +421,13 @@ def test_facade_defaults_mean_not_set():
     with pytest.raises(ValueError, match="beam sampling is not supported"):
         generation_settings(top_p=0.95, num_beams=2)
     assert generation_settings(temperature=0.3, top_p=1.0).top_p == 1.0
+
+
+def test_last_only_logits_are_the_last_position_of_all():
+    """Generation asks the head for the last position alone (a prompt's t x v scores skipped)."""
+    net = tiny()
+    ids = torch.randint(0, net.config.vocab_size, (2, 7))
+    with torch.no_grad():
+        last, every = net(ids, last_only=True), net(ids)
+    assert last.shape == (2, 1, net.config.vocab_size)
+    torch.testing.assert_close(last, every[:, -1:], atol=1e-5, rtol=1e-5)  # one row's product: a GEMV

@@ -45,10 +45,12 @@ class DecoderLM(TransformerModel):
         *,
         cache: KVCache | None = None,
         token_type_ids: torch.Tensor | None = None,
+        last_only: bool = False,
     ) -> torch.Tensor:
-        """Next-token logits at every position: b t -> b t v."""
+        """Next-token logits at every position: b t -> b t v. ``last_only``: at the last position
+        alone, b t -> b 1 v (generation reads no other: the head's t x v scores are skipped)."""
         self.check_ids(input_ids)
         x = self.stack(
             input_ids, attention_mask, token_type_ids=token_type_ids, cache=cache, backend=self.attention
         )  # b t d
-        return self.logits_of(x)  # b t v
+        return self.logits_of(x[:, -1:] if last_only else x)  # b t v, or b 1 v
