@@ -109,11 +109,17 @@ def encode(weight: np.ndarray, storage: Q, rng: np.random.Generator) -> tuple[np
 
 
 def write_llama_gguf(
-    model, path: Path, storage: Q, arch: str = "llama", metadata: dict | None = None, odd: dict | None = None
+    model,
+    path: Path,
+    storage: Q,
+    arch: str = "llama",
+    metadata: dict | None = None,
+    odd: dict | None = None,
+    extra: dict | None = None,
 ) -> Path:
     """Write an HF LlamaForCausalLM as llama.cpp would: metadata, a byte-level BPE tokenizer, Q and K
     rows permuted, matrices stored as ``storage`` (``odd`` gives some tensors another type), norm
-    gains as F32. ``metadata`` overrides some of `LLAMA_METADATA`."""
+    gains as F32. ``metadata`` overrides some of `LLAMA_METADATA`; ``extra``: more F32 tensors."""
     writer = gguf.GGUFWriter(str(path), arch)
     for key, value in {**LLAMA_METADATA, **(metadata or {})}.items():
         add = writer.add_float32 if isinstance(value, float) else writer.add_uint32
@@ -134,6 +140,8 @@ def write_llama_gguf(
         kind = (odd or {}).get(name, storage) if weight.ndim == 2 else Q.F32
         array, raw_dtype = encode(weight, kind, rng)
         writer.add_tensor(name, array, raw_dtype=raw_dtype)
+    for name, array in (extra or {}).items():
+        writer.add_tensor(name, array)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -351,6 +359,19 @@ def test_unsupported_architecture_is_named(tmp_path, source):
     path = write_llama_gguf(source, tmp_path / "gpt2.gguf", Q.F16, arch="gpt2")
     with pytest.raises(ValueError, match="GGUF architecture 'gpt2' is not supported; supported: llama"):
         load_gguf(path)
+
+
+@pytest.mark.parametrize("slowest", [1.0, 8.0])
+def test_rope_frequency_factors_load_only_when_they_change_nothing(tmp_path, source, slowest):
+    """Llama 3.1's rope_freqs.weight: all ones is Llama 3.0's RoPE; else refused, not ignored."""
+    factors = np.ones(LLAMA_METADATA["rope.dimension_count"] // 2, dtype=np.float32)
+    factors[-4:] = slowest
+    path = write_llama_gguf(source, tmp_path / "rope.gguf", Q.F32, extra={"rope_freqs.weight": factors})
+    if slowest == 1.0:
+        assert load_gguf(path)[0].config.n_layers == 2
+    else:
+        with pytest.raises(ValueError, match=r"low frequencies by up to 8 .*rope_freqs.weight"):
+            load_gguf(path)
 
 
 TOO_LARGE = r"|this config makes a model of [\d,]+ parameters .* nothing was built"  # models/size.py

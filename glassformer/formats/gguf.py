@@ -149,6 +149,22 @@ def _check_tensors(
     return mapping
 
 
+def _check_rope_freqs(path: Path, stored: StoredTensor | None) -> None:
+    """Llama 3.1 and later store RoPE's per-frequency divisors (their "llama3" scaling, which
+    slows the low frequencies) as ``rope_freqs.weight``. All ones change nothing; anything else
+    is refused, since ignoring it would change every output."""
+    if stored is None:
+        return
+    with open(path, "rb") as handle:
+        factors = np.asarray(stored.read_rows(handle, 0, stored.rows), dtype=np.float32)
+    if not np.all(factors == 1.0):
+        raise ValueError(
+            f"{path}: this model divides RoPE's low frequencies by up to {factors.max():g} (Llama 3.1's "
+            "'llama3' rope scaling, tensor rope_freqs.weight), which glassformer does not implement yet; "
+            "without it every output would differ from the model's. Llama 3.0-style files (no scaling) load."
+        )
+
+
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     """``shape`` without its leading 1s: (1, 32) and (32,) hold the same values in the same order."""
     while len(shape) > 1 and shape[0] == 1:
@@ -239,6 +255,7 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         raise ValueError(f"{path}: {error}") from None
     mapping = _check_tensors(Path(path), config, arch, tensors)
     stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
+    _check_rope_freqs(Path(path), stored.get("rope_freqs.weight"))
     chat_template = meta.chat_template
     del header, meta, tensors  # the metadata goes before the weights come
     net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below

@@ -71,7 +71,8 @@ SUPPORTED_ARCHITECTURES = (
 # "NEOX" RoPE, rotate-half, and stored as Hugging Face has them.
 PERMUTED = ("llama",)
 GEMMA = ("gemma", "gemma2", "gemma3")
-# Tensors llama.cpp may store that change nothing here: Llama 3's RoPE frequency factors.
+# Tensors llama.cpp may store beside the weights: RoPE's frequency factors (Llama 3.1 and later),
+# which load only when all are 1 (`gguf._check_rope_freqs`).
 IGNORED_TENSORS = {"rope_freqs.weight"}
 # our norm -> llama.cpp's, in each block, by where the norms sit (`ModelConfig.norm_placement`)
 NORMS = {
