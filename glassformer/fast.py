@@ -80,9 +80,9 @@ class DecodeLinear(nn.Linear):
             return F.linear(x, self.weight, self.bias)
         if x.numel() // x.shape[-1] > DECODE_ROWS and _layout(self.weight) != "onednn":
             return F.linear(x, self.weight, self.bias)
-        return inference_product(x, self._prepared(), self.bias)
+        return inference_product(x, self.prepared(), self.bias)
 
-    def _prepared(self) -> torch.Tensor:
+    def prepared(self) -> torch.Tensor:
         """`inference_weight` of W, reused while W is unchanged."""
         key = (_layout(self.weight), _parts(self.in_features), version(self.weight))
         if self._prepared_key != key:

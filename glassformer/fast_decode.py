@@ -12,9 +12,9 @@ a pre-norm decoder, for the new token's row x (b 1 d), is still
 
 computed with the same kernels in the same order, but:
 
-* each matrix is laid out once for the decode product (`glassformer.fast.inference_weight`:
-  W^T cut along its input features, one block per thread) and W_gate, W_up are one
-  matrix, so a block runs four products instead of five;
+* each product reads the copy of W its `glassformer.fast.DecodeLinear` keeps for inference
+  (oneDNN's packed blocks, or W^T cut along its input features, one block per thread): the
+  prefill made it, and decoding shares it;
 * the norms are one fused kernel each (``F.rms_norm``, ``F.layer_norm``: bit-identical to
   `glassformer.nn.norms` in float32, `tests/test_fast_decode.py`), the rotation is
   computed once per step, and no module, hook point or mask is visited.
@@ -94,31 +94,42 @@ def _hooked(net: nn.Module) -> bool:
 
 
 class _Float32Product:
-    """x W^T + b as the decode product (`fast.inference_weight`'s layout: a copy of W)."""
+    """x W^T + b from the inference copy of W that its `fast.DecodeLinear` keeps (no copy of our own)."""
 
-    def __init__(self, weight: torch.Tensor) -> None:
-        self.split = fast.inference_weight(weight)
+    def __init__(self, linear: nn.Linear) -> None:
+        if not isinstance(linear, fast.DecodeLinear):
+            raise ValueError(f"{linear} is not a fast.DecodeLinear: switch glassformer.fast on (fast.enable)")
+        self.linear = linear
 
     def __call__(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        return fast.inference_product(x, self.split, bias)
+        return fast.inference_product(x, self.linear.prepared(), bias)
+
+
+def _int8_product(linear: nn.Linear) -> fast_int8.Int8Product:
+    return fast_int8.Int8Product(linear.weight)
 
 
 class _Layer:
-    """One block's weights for the decode step, each matrix as a ``product`` (float32 or int8)."""
+    """One block's matrices for the decode step, each as a ``product`` (float32 or int8), with
+    its bias."""
 
     def __init__(self, block: nn.Module, product) -> None:
         attn, ffn = block.attn, block.ffn
         self.attn, self.act_fn = attn, ffn.act_fn
         self.attn_norm, self.ffn_norm = block.attn_norm, block.ffn_norm  # ffn_norm None: shared
         self.parallel = block.parallel
-        self.qkv, self.qkv_bias = product(attn.qkv_proj.weight), attn.qkv_proj.bias
-        self.o, self.o_bias = product(attn.o_proj.weight), attn.o_proj.bias
-        self.gated = ffn.gate_proj is not None
-        up = [ffn.gate_proj, ffn.up_proj] if self.gated else [ffn.up_proj]
-        self.up = product(torch.cat([linear.weight.detach() for linear in up]))
-        self.up_bias = None if ffn.up_proj.bias is None else torch.cat([linear.bias for linear in up])
-        self.down, self.down_bias = product(ffn.down_proj.weight), ffn.down_proj.bias
+        linears = {"qkv": attn.qkv_proj, "o": attn.o_proj, "gate": ffn.gate_proj, "up": ffn.up_proj}
+        self.products = {
+            name: (product(linear), linear.bias)
+            for name, linear in {**linears, "down": ffn.down_proj}.items()
+            if linear is not None
+        }
         self.sources = [p for p in block.parameters()]  # whose versions say the layout is current
+
+    def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        """x W^T + b with matrix ``name`` (qkv, o, gate, up, down)."""
+        product, bias = self.products[name]
+        return product(x, bias)
 
 
 class DecodeStep:
@@ -139,7 +150,7 @@ class DecodeStep:
             faster, timings = fast_int8.faster_than_float32(widest, c.d_model, torch.get_num_threads())
             self.weights = "int8" if faster else "float32"
             self.reason = f"{'faster' if faster else 'slower, so float32'}: {timings}"
-        product = fast_int8.Int8Product if self.weights == "int8" else _Float32Product
+        product = _int8_product if self.weights == "int8" else _Float32Product
         self.layers = [_Layer(block, product) for block in self.stack.blocks]
         self.head = fast_int8.Int8Product(net.lm_head.weight) if self.weights == "int8" else None
         self.windows = [w for w in self.stack.windows if w is not None]
@@ -190,7 +201,7 @@ class DecodeStep:
         """softmax(q K^T * scale) V over every cached key and the new one.  b 1 d -> b 1 d."""
         attn = layer.attn
         b, h, g, e = x.shape[0], attn.n_heads, attn.n_kv_heads, attn.d_head
-        qkv = layer.qkv(x, layer.qkv_bias)  # b 1 (h+2g)e
+        qkv = layer("qkv", x)  # b 1 (h+2g)e
         qkv = qkv.view(b, 1, h + 2 * g, e).transpose(1, 2)  # b (h+2g) 1 e
         qk, v = qkv[:, : h + g], qkv[:, h + g :]
         if attn.q_norm is not None:  # each head's e features
@@ -199,18 +210,16 @@ class DecodeStep:
             qk = rope.apply(qk)
         k, v = cache.append(attn.layer, qk[:, h:], v)  # b g s e
         z = attn.fused_attention(qk[:, :h], k, v, None, None)  # b h 1 e: no key is hidden
-        return layer.o(z.transpose(1, 2).reshape(b, 1, h * e), layer.o_bias)
+        return layer("o", z.transpose(1, 2).reshape(b, 1, h * e))
 
     @staticmethod
     def _ffn(layer: _Layer, x: torch.Tensor) -> torch.Tensor:
-        """act(x W_gate) * x W_up, then W_down; W_gate and W_up in one product.  b 1 d -> b 1 d."""
-        up = layer.up(x, layer.up_bias)  # b 1 f (plain) or b 1 2f (gated)
-        if layer.gated:
-            gate, up = up.chunk(2, dim=-1)
-            act = layer.act_fn(gate) * up
+        """act(x W_gate) * x W_up (plain: act(x W_up)), then W_down.  b 1 d -> b 1 d."""
+        if "gate" in layer.products:
+            act = layer.act_fn(layer("gate", x)) * layer("up", x)  # b 1 f
         else:
-            act = layer.act_fn(up)
-        return layer.down(act, layer.down_bias)
+            act = layer.act_fn(layer("up", x))  # b 1 f
+        return layer("down", act)
 
 
 def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
