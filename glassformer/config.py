@@ -62,8 +62,11 @@ class ModelConfig:
     sinusoidal_style: str = "interleaved"  # "halved": sin in the first half (Marian)
     rope_base: float = 10000.0
     rope_style: str = "rotate_half"  # GPT-NeoX / Llama; "interleaved" is GPT-J
-    rope_scaling: str = "none"
+    rope_scaling: str = "none"  # linear, ntk, or llama3 (Llama 3.1+: `nn.positions.llama3_frequencies`)
     rope_scaling_factor: float = 1.0
+    rope_low_freq_factor: float = 1.0  # llama3: wavelengths past original / low slowed by the factor,
+    rope_high_freq_factor: float = 4.0  # under original / high kept, blended between
+    rope_original_max_len: int = 8192  # llama3: the context the model was first trained for
     rope_local_base: float | None = None  # the sliding-window layers' own RoPE base (Gemma 3)
     rotary_dim: int | None = None  # RoPE over each head's first rotary_dim features (NeoX); None: all
     relative_buckets: int = 32  # T5 relative position bias

@@ -16,7 +16,7 @@ NORM_PLACEMENTS = ("pre", "post", "sandwich", "output")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh")
 GATED_ACTIVATIONS = ("swiglu", "geglu", "geglu_tanh")
 ROPE_STYLES = ("rotate_half", "interleaved")
-ROPE_SCALINGS = ("none", "linear", "ntk")
+ROPE_SCALINGS = ("none", "linear", "ntk", "llama3")
 SINUSOIDAL_STYLES = ("interleaved", "halved")
 QK_NORM_SCOPES = ("head", "all")  # one norm per head (Qwen3, Gemma 3), over all heads at once (OLMo 2)
 ROUTERS = ("softmax", "sigmoid")  # how a mixture of experts scores its experts
@@ -134,6 +134,14 @@ def _check_combinations(config: Any) -> None:
         raise ValueError(
             f"rope_scaling_factor={config.rope_scaling_factor} must be >= 1 "
             f"when rope_scaling={config.rope_scaling!r}"
+        )
+    if config.rope_scaling == "llama3" and not (
+        0 < config.rope_low_freq_factor < config.rope_high_freq_factor and config.rope_original_max_len > 0
+    ):
+        raise ValueError(
+            "rope_scaling='llama3' needs 0 < rope_low_freq_factor < rope_high_freq_factor and "
+            f"rope_original_max_len > 0, got {config.rope_low_freq_factor}, {config.rope_high_freq_factor}, "
+            f"{config.rope_original_max_len}"
         )
     if config.type_vocab_size and config.seq2seq:
         raise ValueError("type_vocab_size (segment embeddings) is for encoder or decoder models")

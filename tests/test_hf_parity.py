@@ -40,6 +40,25 @@ def _llama(tied: bool = False):
     return transformers.LlamaForCausalLM(config)
 
 
+def _llama31():
+    """Llama 3.1's RoPE scaling: with 4 frequencies of base 500 and an original context of 64, one
+    is kept, one blended and two slowed by the factor."""
+    config = transformers.LlamaConfig(
+        **SMALL,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        rope_theta=500.0,
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    )
+    return transformers.LlamaForCausalLM(config)
+
+
 def _mistral():
     """Mistral: Llama's layout with a sliding window (4 keys here, shorter than the inputs)."""
     config = transformers.MistralConfig(
@@ -248,6 +267,7 @@ def _bart():
 BUILDERS = {
     "gpt2": _gpt2,
     "llama": _llama,
+    "llama-3.1": _llama31,
     "mistral": _mistral,
     "qwen2": _qwen2,
     "qwen3": _qwen3,
@@ -302,6 +322,17 @@ def test_logits_match_hf(models, name):
     assert diff <= 1e-4
 
 
+def test_llama3_frequencies_are_hf_s(models):
+    """Each of the three regions of Llama 3.1's scaling, frequency by frequency."""
+    hf, lm = models["llama-3.1"]
+    theirs = hf.model.rotary_emb.inv_freq
+    ours = lm.net.output_stack.rotary.inv_freq
+    plain = 1.0 / 500.0 ** (torch.arange(0, 8, 2).float() / 8)
+    torch.testing.assert_close(ours, theirs, atol=0, rtol=1e-6)
+    ratio = (plain / ours).tolist()
+    assert ratio[0] == pytest.approx(1.0) and 1.0 < ratio[1] < 8.0 and ratio[2:] == pytest.approx([8.0, 8.0])
+
+
 def test_hf_directory_round_trip(models, tmp_path):
     hf, lm = models["llama"]
     hf.save_pretrained(tmp_path)
@@ -335,6 +366,7 @@ def test_key_map_rejects_a_wrong_checkpoint(models):
 GENERATORS = [
     "gpt2",
     "llama",
+    "llama-3.1",
     "mistral",
     "qwen2",
     "qwen3",

@@ -170,6 +170,10 @@ BUILT = {  # name -> (config, the model_type that holds it first)
         llama_style(**LLAMA, attn_window=4, rope_scaling="linear", rope_scaling_factor=2.0),
         "mistral",
     ),
+    "Llama 3.1 RoPE scaling": (
+        llama_style(**LLAMA, rope_scaling="llama3", rope_scaling_factor=8.0, rope_original_max_len=16),
+        "llama",
+    ),
     "q/k/v biases alone": (llama_style(**LLAMA, qkv_bias=True), "qwen2"),
     "q/k/v biases alone, window": (llama_style(**LLAMA, qkv_bias=True, attn_window=4), "qwen2"),
     "partial rotary": (llama_style(**LLAMA, rotary_dim=4), "phi3"),

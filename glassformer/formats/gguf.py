@@ -160,8 +160,9 @@ def _check_rope_freqs(path: Path, stored: StoredTensor | None) -> None:
     if not np.all(factors == 1.0):
         raise ValueError(
             f"{path}: this model divides RoPE's low frequencies by up to {factors.max():g} (Llama 3.1's "
-            "'llama3' rope scaling, tensor rope_freqs.weight), which glassformer does not implement yet; "
-            "without it every output would differ from the model's. Llama 3.0-style files (no scaling) load."
+            "'llama3' rope scaling, tensor rope_freqs.weight). A GGUF file stores those factors but not the "
+            "scaling's settings, which glassformer's RoPE needs (rope_scaling='llama3'), and ignoring them "
+            "would change every output: load the model's Hugging Face checkpoint with gf.from_hf instead."
         )
 
 

@@ -23,14 +23,36 @@ IGNORED = {
 }
 
 
+def hf_rope_scaling(config: ModelConfig) -> dict[str, Any] | None:
+    """config.json's ``rope_scaling`` for our linear or llama3 scaling (None without; NTK is
+    written as none, so that the export is refused on reading back)."""
+    if config.rope_scaling == "linear":
+        return {"rope_type": "linear", "factor": config.rope_scaling_factor}
+    if config.rope_scaling == "llama3":
+        return {
+            "rope_type": "llama3",
+            "factor": config.rope_scaling_factor,
+            "low_freq_factor": config.rope_low_freq_factor,
+            "high_freq_factor": config.rope_high_freq_factor,
+            "original_max_position_embeddings": config.rope_original_max_len,
+        }
+    return None
+
+
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    scaling, factor = "none", 1.0
+    scaling, factor, llama3 = "none", 1.0, {}
     rope_scaling = hf.get("rope_scaling")
     if rope_scaling:
         kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
-        if kind != "linear":
-            raise ValueError(f"rope_scaling type {kind!r} is not supported (only 'linear')")
-        scaling, factor = "linear", float(rope_scaling["factor"])
+        if kind not in ("linear", "llama3"):
+            raise ValueError(f"rope_scaling type {kind!r} is not supported (only 'linear' and 'llama3')")
+        scaling, factor = kind, float(rope_scaling["factor"])
+        if kind == "llama3":  # Llama 3.1 and later
+            llama3 = {
+                "rope_low_freq_factor": float(rope_scaling["low_freq_factor"]),
+                "rope_high_freq_factor": float(rope_scaling["high_freq_factor"]),
+                "rope_original_max_len": int(rope_scaling["original_max_position_embeddings"]),
+            }
     window = _window(hf)
     qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
     qk_norm = hf["model_type"] == "qwen3"  # Llama, Mistral and Qwen2 have none
@@ -54,6 +76,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         rope_base=float(hf.get("rope_theta", 10000.0)),
         rope_scaling=scaling,
         rope_scaling_factor=factor,
+        **llama3,
         attn_window=window,
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,
@@ -98,7 +121,6 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
     is written as Llama has it; `glassformer.formats.hf_export` reads the result back and
     refuses it.
     """
-    linear = config.rope_scaling == "linear"
     gate = hf_activation_name(config.activation, tanh_gelu="gelu_pytorch_tanh")  # gated or not
     return {
         "model_type": "llama",
@@ -112,7 +134,7 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "intermediate_size": config.d_ff,
         "max_position_embeddings": config.max_seq_len,
         "rope_theta": config.rope_base,
-        "rope_scaling": {"rope_type": "linear", "factor": config.rope_scaling_factor} if linear else None,
+        "rope_scaling": hf_rope_scaling(config),
         "attention_bias": config.qkv_bias,  # one flag for q, k, v and o
         "mlp_bias": config.ffn_bias,
         "hidden_act": "silu" if gate == "relu" else gate,  # no ReGLU: written as SwiGLU, so refused

@@ -103,6 +103,23 @@ class Rotation:
         return x * self.cos + rotated * self.sin
 
 
+def llama3_frequencies(
+    inv_freq: torch.Tensor, factor: float, low: float, high: float, original: int
+) -> torch.Tensor:
+    """Llama 3.1's RoPE scaling: each frequency theta_i by its wavelength lambda_i = 2 pi / theta_i,
+    against the context L the model was first trained for:
+
+        lambda_i > L / low:    theta_i / factor          (slow features: stretched like linear scaling)
+        lambda_i < L / high:   theta_i                   (fast features: kept)
+        otherwise:             (1 - s) theta_i / factor + s theta_i,   s = (L / lambda_i - low) / (high - low)
+    """
+    wavelength = 2 * math.pi / inv_freq
+    smooth = (original / wavelength - low) / (high - low)
+    blended = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    scaled = torch.where(wavelength > original / low, inv_freq / factor, blended)
+    return torch.where(wavelength < original / high, inv_freq, scaled)
+
+
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding: cos/sin tables and their application to q and k."""
 
@@ -117,6 +134,10 @@ class RotaryEmbedding(nn.Module):
         if scaling == "ntk":
             self.base = self.base * factor ** (e / (e - 2))
         self.position_scale = 1.0 / factor if scaling == "linear" else 1.0
+        self.llama3 = None  # (factor, low, high, original length) for Llama 3.1's scaling
+        if scaling == "llama3":
+            self.llama3 = (factor, config.rope_low_freq_factor, config.rope_high_freq_factor,
+                           config.rope_original_max_len)  # fmt: skip
         self.style, self.d_head = config.rope_style, e
         self.partial = e < config.d_head
         self.register_buffer("inv_freq", torch.empty(e // 2), persistent=False)
@@ -128,7 +149,10 @@ class RotaryEmbedding(nn.Module):
         first use imports torch._dynamo, 0.5 s)."""
         e = self.d_head
         exponents = torch.arange(0, e, 2, dtype=torch.float32, device="cpu") / e
-        self.inv_freq = (1.0 / self.base**exponents).to(self.inv_freq.device)
+        inv_freq = 1.0 / self.base**exponents
+        if self.llama3 is not None:
+            inv_freq = llama3_frequencies(inv_freq, *self.llama3)
+        self.inv_freq = inv_freq.to(self.inv_freq.device)
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> Rotation:
         """The rotation for each position, laid out to match the pairing.  b t -> b 1 t e."""
