@@ -142,11 +142,16 @@ def write_llama_gguf(
         writer.add_tensor(name, array, raw_dtype=raw_dtype)
     for name, array in (extra or {}).items():
         writer.add_tensor(name, array)
+    finish(writer)
+    return path
+
+
+def finish(writer: gguf.GGUFWriter) -> None:
+    """Write a `gguf.GGUFWriter`'s header, metadata and tensors, and close its file."""
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from glassformer.formats.gguf_architectures import SUPPORTED_ARCHITECTURES, conf
 from glassformer.generate import GenerationSettings, generate_ids
 from glassformer.tokenizers.byte_unicode import bytes_to_unicode
 from glassformer.tokenizers.gguf_header import GGUFHeader, read_gguf_header
+from tests.test_gguf import finish
 from tests.test_hf_parity import VOCAB, _gemma, _llama, _mistral, _neox, _phi3, _qwen2, _qwen3
 from tests.test_hf_parity_gemma2_olmo2 import _loud, _olmo2
 from tests.test_moe import SMALL as MOE_SMALL
@@ -257,10 +258,7 @@ def write_gguf(model, path: Path, arch: str, extra=None, storage: Q = Q.F32, squ
             writer.add_tensor(theirs, gguf.quants.quantize(array, storage), raw_dtype=storage)
         else:
             writer.add_tensor(theirs, array)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
     return path
 
 
@@ -374,10 +372,7 @@ def metadata_only(path: Path, arch: str, **keys) -> GGUFHeader:
     writer = gguf.GGUFWriter(str(path), arch)
     for method, value in keys.items():
         getattr(writer, f"add_{method}")(value)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
     return read_gguf_header(path)
 
 

