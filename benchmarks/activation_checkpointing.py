@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from benchmarks.common import cpu_name, interleaved_medians
 from glassformer.config import ModelConfig
-from glassformer.inspect.costs import activation_bytes, bytes_per_number
+from glassformer.inspect.costs import activation_bytes, bytes_per_number, saved_activation_bytes
 from glassformer.models import build
 from glassformer.train.scale import set_activation_checkpointing
 
@@ -54,19 +54,8 @@ SIZES = {  # name: (config, batch, seq_len)
 
 
 def saved_bytes(net, ids: torch.Tensor) -> int:
-    """Bytes of the distinct storages autograd keeps for the forward pass and its loss."""
-    storages: dict[int, int] = {}
-
-    def pack(tensor):
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    weights = {p.untyped_storage().data_ptr() for p in net.parameters()}
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        loss = F.cross_entropy(net(ids).flatten(0, 1), ids.flatten())
-    del loss
-    return sum(n for ptr, n in storages.items() if ptr not in weights)
+    """`saved_activation_bytes` of the forward pass and its loss."""
+    return saved_activation_bytes(net, lambda: F.cross_entropy(net(ids).flatten(0, 1), ids.flatten()))
 
 
 def checkpointed_estimate(config: ModelConfig, seq_len: int, batch: int) -> tuple[int, int]:

@@ -159,7 +159,7 @@ def onednn_layout(threads: int) -> tuple[bool, str]:
         "onednn 256": lambda: [inference_product(prompt, w) for w in packed[:2]],
         "linear 256": lambda: [F.linear(prompt, w) for w in weights[:2]],
     }
-    seconds = {name: _median_seconds(run) for name, run in runs.items()}
+    seconds = {name: median_seconds(run) for name, run in runs.items()}
     # a prompt's products must be faster; one row's no slower than the split's (within noise)
     wins = seconds["onednn 1"] < 1.1 * seconds["split 1"] and seconds["onednn 256"] < seconds["linear 256"]
     ms = {name: f"{value * 1e3:.1f}" for name, value in seconds.items()}
@@ -169,7 +169,8 @@ def onednn_layout(threads: int) -> tuple[bool, str]:
     )
 
 
-def _median_seconds(run, repeats: int = 7) -> float:
+def median_seconds(run, repeats: int = 7) -> float:
+    """Median wall time of ``run()`` over ``repeats`` runs, after one to warm up."""
     run()
     times = []
     for _ in range(repeats):

@@ -39,6 +39,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from glassformer import fast, fast_int8
+from glassformer.nn import hooks
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.norms import LayerNorm, RMSNorm
 
@@ -87,8 +88,9 @@ def step_for(net: nn.Module) -> DecodeStep | None:
 
 
 def _hooked(net: nn.Module) -> bool:
-    """Whether a hook point or a torch module hook is attached anywhere in ``net``."""
-    if any(point.active for point in net.hook_points.values()):
+    """Whether a hook function is attached (to any hook point: the rule `fast.DecodeLinear`
+    follows too) or a torch module hook anywhere in ``net``."""
+    if hooks.any_attached():
         return True
     return any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
 
@@ -124,7 +126,6 @@ class _Layer:
             for name, linear in {**linears, "down": ffn.down_proj}.items()
             if linear is not None
         }
-        self.sources = [p for p in block.parameters()]  # whose versions say the layout is current
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
         """x W^T + b with matrix ``name`` (qkv, o, gate, up, down)."""
@@ -157,8 +158,12 @@ class DecodeStep:
         self._versions = self._current_versions()
 
     def _current_versions(self) -> list[tuple]:
-        head = [self._net().lm_head.weight] if self.head is not None else []
-        return [fast.version(p) for layer in self.layers for p in layer.sources + head]
+        """The int8 copies' sources (float32 products read their `fast.DecodeLinear`'s own copy,
+        which it remakes itself when W changes)."""
+        if self.head is None:
+            return []
+        net = self._net()
+        return [fast.version(p) for p in [*net.output_stack.blocks.parameters(), net.lm_head.weight]]
 
     def current(self) -> bool:
         """Whether every weight is as it was when laid out (else a new `DecodeStep` is needed)."""

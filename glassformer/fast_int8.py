@@ -30,7 +30,6 @@ they win.
 from __future__ import annotations
 
 import functools
-import time
 
 import torch
 
@@ -64,8 +63,8 @@ class Int8Product:
 @functools.cache
 def faster_than_float32(out_features: int, in_features: int, threads: int) -> tuple[bool, str]:
     """(whether the int8 product of an out x in matrix beats the float32 decode product on this
-    CPU, with the timings): median of 9 alternating single-row products over copies of the
-    matrix that together exceed the caches."""
+    CPU, with the timings): medians of single-row products over copies of the matrix that
+    together exceed the caches."""
     copies = max(2, (64 << 20) // (out_features * in_features * 4))  # >= 64 MB of float32
     weights = [torch.randn(out_features, in_features) * 0.02 for _ in range(copies)]
     splits = [fast.inference_weight(w) for w in weights]
@@ -75,13 +74,7 @@ def faster_than_float32(out_features: int, in_features: int, threads: int) -> tu
         "float32": lambda: [fast.inference_product(x, split) for split in splits],
         "int8": lambda: [product(x) for product in int8s],
     }
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(9):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append((time.perf_counter() - start) / copies)
-    median = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    median = {name: fast.median_seconds(run) / copies for name, run in runs.items()}
     faster = median["int8"] < median["float32"]
     return faster, (
         f"int8 {median['int8'] * 1e6:.0f} us vs float32 {median['float32'] * 1e6:.0f} us per "

@@ -24,6 +24,7 @@ from glassformer.inspect.costs import (
     flops_per_token,
     kv_cache_bytes,
     parameter_counts,
+    saved_activation_bytes,
 )
 from glassformer.nn.kv_cache import KVCache
 from glassformer.train.checkpoint import save_checkpoint
@@ -159,21 +160,14 @@ def test_kv_cache_bytes_equal_a_real_cache(name, dtype):
 
 
 def saved_bytes(net, ids: torch.Tensor) -> int:
-    """Bytes of the distinct storages autograd keeps for backward (the weights left out),
-    for the forward pass and its cross-entropy loss."""
-    storages: dict[int, int] = {}
+    """`saved_activation_bytes` of the forward pass and its cross-entropy loss."""
 
-    def pack(tensor):
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    weights = {p.untyped_storage().data_ptr() for p in net.parameters()}
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+    def run() -> None:
         out = forward(net, ids)
         if out.shape[-1] == net.config.vocab_size:
             F.cross_entropy(out.flatten(0, 1), ids.flatten())
-    return sum(n for ptr, n in storages.items() if ptr not in weights)
+
+    return saved_activation_bytes(net, run)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import torch.multiprocessing as mp
 
 from glassformer.train import checkpoint, distributed
 from glassformer.train.runs import prepare
-from tests.test_trainer import make_trainer, tiny_run
+from tests.test_trainer import make_trainer, tiny_overrides, tiny_run
 
 STEPS = 20
 JOB_TIMEOUT_S = 60
@@ -141,25 +141,8 @@ def test_ctrl_c_on_one_rank_stops_both_at_one_step_with_a_checkpoint(tmp_path, r
 
 def test_torchrun_writes_one_run_directory(tmp_path):
     """The command under torchrun: rank 0 alone locks, logs and lists the run; gf.load reads it."""
-    run = small_run(tmp_path)
-    corpus = run.data.corpus
-    overrides = [
-        f'data.corpus="{corpus}"',
-        "model.n_layers=1",
-        "model.d_model=32",
-        "model.n_heads=2",
-        "train.steps=8",
-        "train.eval_interval=4",
-        "train.eval_batches=2",
-        "train.checkpoint_interval=4",
-        "train.sample_tokens=8",
-        "train.tensorboard=false",
-        "train.batch_size=4",
-        "train.context=16",
-        'train.dtype="float32"',
-        "train.threads=1",
-        "train.warmup_steps=2",
-    ]
+    small_run(tmp_path)  # the corpus and its token files, under tmp_path / "data"
+    overrides = tiny_overrides(tmp_path, steps=8, dtype="float32", threads=1)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     command = [*torchrun, "-m", "glassformer", "train", "--preset", "shakespeare-char"]
     command += ["--out", str(tmp_path / "cli"), "--data-dir", str(tmp_path / "data")]

@@ -5,7 +5,7 @@ import torch
 from torch.nn import functional as F
 
 import glassformer as gf
-from glassformer import fast, fast_decode
+from glassformer import fast, fast_decode, fast_int8
 from glassformer.generate import generate_ids
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.norms import LayerNorm, RMSNorm
@@ -110,15 +110,26 @@ def test_a_hook_sends_decoding_back_to_the_modules():
     handle.remove()
 
 
-def test_the_layout_is_remade_when_a_weight_changes():
+@pytest.mark.parametrize("weights", ["float32", "int8"])
+def test_a_changed_weight_is_read_anew(weights, monkeypatch):
+    """float32: each product reads its DecodeLinear's copy, which that remakes; int8: the step's
+    own copies are remade by a new step."""
+    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (True, "chosen by the test"))
     net = tiny_net()
+    fast_decode.use_weights(net, weights)
     step = fast_decode.step_for(net)
     assert fast_decode.step_for(net) is step  # unchanged weights: the same layout
+    linear = net.output_stack.blocks[1].ffn.up_proj
     with torch.no_grad():
-        net.output_stack.blocks[1].ffn.up_proj.weight.mul_(2.0)
-    assert not step.current()
+        net(torch.tensor([[1, 2]]))  # the decode copies exist
+        before = linear.prepared()
+        linear.weight.mul_(2.0)
+    assert step.current() == (weights == "float32")
+    assert linear.prepared() is not before  # the DecodeLinear's copy follows W
     fresh = fast_decode.step_for(net)
-    assert fresh is not step and fresh.current()
+    assert (fresh is step) == (weights == "float32") and fresh.current()
+    if weights == "int8":
+        return
     settings = gf.GenerationSettings(max_new_tokens=8, greedy=True)
     ours = generate_ids(net, [[3, 1, 4]], settings)
     fast.disable(net)

@@ -74,7 +74,7 @@ def test_hf_to_ours_to_hf_is_the_same_model(name, tmp_path):
     assert gf.load(tmp_path / "export").config == lm.config
 
 
-def _perturbed(config: gf.ModelConfig) -> gf.LanguageModel:
+def perturbed(config: gf.ModelConfig) -> gf.LanguageModel:
     torch.manual_seed(0)
     net = gf.build(config).eval()
     with torch.no_grad():  # norms start at 1 and biases at 0: make every tensor matter
@@ -127,7 +127,7 @@ BUILT = {
 
 @pytest.mark.parametrize("name", list(BUILT))
 def test_models_built_here_load_in_hf_with_our_logits(name, tmp_path):
-    lm = _perturbed(BUILT[name])
+    lm = perturbed(BUILT[name])
     lm.save_hf(tmp_path)  # an existing empty directory is fine
     hf, info = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, output_loading_info=True)
     assert not any(info.values()), info
@@ -164,7 +164,7 @@ def test_configs_no_hf_family_holds_are_refused_naming_the_fields(name, tmp_path
 
 
 def test_a_directory_with_files_is_replaced_only_when_asked(tmp_path):
-    lm = _perturbed(BUILT["gpt2-like"])
+    lm = perturbed(BUILT["gpt2-like"])
     target = tmp_path / "out"
     lm.save_hf(target)  # a new directory
     (target / "generation_config.json").write_text("{}")  # what an HF checkpoint may also hold
@@ -178,7 +178,7 @@ def test_a_directory_with_files_is_replaced_only_when_asked(tmp_path):
 def test_overwrite_refuses_a_directory_with_other_files_and_loses_nothing(tmp_path):
     """``export MODEL ~ --overwrite`` must not delete a home directory: only a directory that
     holds nothing but a checkpoint's files is replaced; otherwise the others are named."""
-    lm = _perturbed(BUILT["gpt2-like"])
+    lm = perturbed(BUILT["gpt2-like"])
     target = tmp_path / "home"
     lm.save_hf(target)
     (target / "notes.txt").write_text("mine")
@@ -193,7 +193,7 @@ def test_overwrite_refuses_a_directory_with_other_files_and_loses_nothing(tmp_pa
 
 
 def test_overwrite_of_an_empty_or_missing_directory_just_writes(tmp_path):
-    lm = _perturbed(BUILT["gpt2-like"])
+    lm = perturbed(BUILT["gpt2-like"])
     (tmp_path / "empty").mkdir()
     for target in (tmp_path / "empty", tmp_path / "new" / "deeper"):
         done = lm.save_hf(target, overwrite=True)

@@ -19,6 +19,7 @@ import torch
 import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.formats.key_map import Mapped, TheirRows, hf_state
+from tests.test_hf_export import perturbed
 from tests.test_hf_parity import BUILDERS, SMALL, VOCAB
 from tests.test_hf_parity_gemma2_olmo2 import BUILDERS as GEMMA_BUILDERS
 from tests.test_hf_parity_gemma2_olmo2 import _loud
@@ -154,15 +155,6 @@ def test_the_export_command_writes_the_model_type_asked_for(models, tmp_path, ca
     assert "RobertaForMaskedLM" in capsys.readouterr().out
 
 
-def _perturbed(config: gf.ModelConfig) -> gf.LanguageModel:
-    torch.manual_seed(0)
-    net = gf.build(config).eval()
-    with torch.no_grad():  # norms start at 1 and biases at 0: make every tensor matter
-        for param in net.parameters():
-            param.add_(0.05 * torch.randn_like(param))
-    return gf.LanguageModel(net)
-
-
 LLAMA = dict(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48, max_seq_len=64)
 BUILT = {  # name -> (config, the model_type that holds it first)
     "llama": (llama_style(**LLAMA), "llama"),
@@ -188,7 +180,7 @@ BUILT = {  # name -> (config, the model_type that holds it first)
 @pytest.mark.parametrize("name", list(BUILT))
 def test_a_model_built_here_is_written_as_the_first_family_that_holds_it(name, tmp_path):
     config, written = BUILT[name]
-    lm = _perturbed(config)
+    lm = perturbed(config)
     done = lm.save_hf(tmp_path)
     assert done.model_type == written
     hf, info = CAUSAL.from_pretrained(tmp_path, output_loading_info=True, attn_implementation="eager")
@@ -204,7 +196,7 @@ def test_gemma_norms_trained_here_are_written_within_one_rounding(tmp_path):
     under 0.5): (1 + w) - 1 + 1 is not always it again, so export checks the read-back within
     one rounding, and HF's logits are ours."""
     config = llama_style(**LLAMA, embed_scale=True, activation="geglu_tanh", tie_embeddings=True)
-    lm = _perturbed(config)
+    lm = perturbed(config)
     with torch.no_grad():
         for name, param in lm.net.named_parameters():
             if name.endswith("norm.weight"):

@@ -16,9 +16,14 @@ TINY_CORPUS = "".join(f"line {i}: the quick brown fox jumps over the lazy dog.\n
 
 
 def tiny_run(tmp_path, steps=12, **train):
+    return apply_overrides(load_preset("shakespeare-char"), tiny_overrides(tmp_path, steps, **train))
+
+
+def tiny_overrides(tmp_path, steps=12, **train) -> list[str]:
+    """shakespeare-char made tiny, on a tiny corpus written under ``tmp_path``: --set assignments."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TINY_CORPUS)
-    overrides = [
+    return [
         f'data.corpus="{corpus}"',
         "model.n_layers=1",
         "model.d_model=32",
@@ -34,7 +39,6 @@ def tiny_run(tmp_path, steps=12, **train):
         "train.warmup_steps=2",
         *(f"train.{k}={v}" for k, v in train.items()),
     ]
-    return apply_overrides(load_preset("shakespeare-char"), overrides)
 
 
 def make_trainer(run, tmp_path, name="run"):

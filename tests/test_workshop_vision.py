@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 import glassformer as gf
 from glassformer.inputs import patch_labels
-from glassformer.nn.patches import NO_VOCABULARY
 from glassformer.train.images import DIGITS, digits_split
 from glassformer.workshop.architecture import stages
 from glassformer.workshop.arrays import pack, pack_unit, unpack
@@ -30,6 +29,7 @@ from glassformer.workshop.server import create_app
 from glassformer.workshop.stage_catalogue import VISION
 from glassformer.workshop.stage_words import Context
 from tests.conftest import workshop_client
+from tests.test_vit import vit_config as tiny_vit_config
 from tests.test_workshop_fuzz import json_values
 from tests.test_workshop_katex import render
 from tests.test_workshop_layout import MEASURE, cut_off, overlaps
@@ -43,23 +43,11 @@ BROWSER_400 = "Failed to load resource: the server responded with a status of 40
 
 
 def vit_config(**overrides) -> gf.ModelConfig:
+    """`tests.test_vit`'s tiny ViT, labelling the ten digits."""
     fields = dict(
-        family="encoder",
-        vocab_size=NO_VOCABULARY,
-        d_model=32,
-        n_layers=2,
-        n_heads=4,
-        d_ff=48,
-        image_size=SIDE,
-        patch_size=PATCH,
-        n_channels=1,
-        max_seq_len=GRID * GRID + 1,
-        mlm_head=False,
-        n_classes=len(DIGITS),
-        class_names=DIGITS,
-        positions="learned",
+        d_ff=48, n_classes=len(DIGITS), class_names=DIGITS, activation="gelu_tanh", positions="learned"
     )
-    return gf.ModelConfig(**{**fields, **overrides})
+    return tiny_vit_config(**{**fields, **overrides})
 
 
 @pytest.fixture(scope="module")

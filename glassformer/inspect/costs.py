@@ -12,11 +12,12 @@ g=kv heads, d=d_model, e=d_head, f=d_ff, v=vocab, L=layers)::
 
 `tests/test_count.py` checks each against the real thing: the built model's parameter
 count, `torch.utils.flop_counter.FlopCounterMode` on a forward pass, a `KVCache`'s
-tensors, and the bytes of the tensors autograd saves (`saved_tensors_hooks`).
+tensors, and the bytes of the tensors autograd saves (`saved_activation_bytes`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -306,3 +307,20 @@ def activation_bytes(
     ids = sum(i for _, _, i in stacks)
     per_token = numbers * bytes_per_number(dtype) + float32 * STATS_BYTES + ids * INDEX_BYTES
     return per_token * seq_len * batch
+
+
+def saved_activation_bytes(net: torch.nn.Module, run: Callable[[], object]) -> int:
+    """What `activation_bytes` estimates, measured: the bytes of the distinct storages autograd
+    saves for backward while ``run()`` computes ``net``'s forward pass (and its loss), the
+    weights left out (`torch.autograd.graph.saved_tensors_hooks`)."""
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    weights = {p.untyped_storage().data_ptr() for p in net.parameters()}
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        run()
+    return sum(n for ptr, n in storages.items() if ptr not in weights)
