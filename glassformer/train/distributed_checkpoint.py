@@ -4,7 +4,8 @@ Each checkpoint of a run on several processes (`glassformer.train.distributed`) 
 
 1. every rank: the model and optimizer state, each rank its own shard (FSDP) or rank 0's
    copy of what is replicated (DDP), with `torch.distributed.checkpoint.save` into
-   ``RUN/distributed/step-NNNNNNNN.partial/``;
+   ``RUN/distributed/step-NNNNNNNN.partial/``, and rank 0 the checkpoint's metadata as JSON
+   there (`dcp_manifest`: resuming reads that, never DCP's pickled ``.metadata``);
 2. after a barrier, rank 0 renames that folder ``step-NNNNNNNN`` (complete from then on),
    then writes the ordinary run files with `save_checkpoint`: the consolidated weights in
    ``model.safetensors`` (so ``gf.load(run)`` and ``glassformer generate run`` read a
@@ -36,7 +37,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from glassformer.formats.run_directory import DISTRIBUTED
-from glassformer.train import checkpoint, distributed
+from glassformer.train import checkpoint, dcp_manifest, distributed
 
 _FOLDER = re.compile(r"step-(\d{8})(\.partial)?")
 
@@ -54,7 +55,9 @@ def save(trainer: Any) -> None:
     if distributed.is_main():
         shutil.rmtree(partial, ignore_errors=True)  # a save killed half way, earlier
     distributed.barrier()
-    dcp.save(_states(trainer, with_optimizer=bool(trainer.optimizer.state)), checkpoint_id=partial)
+    metadata = dcp.save(_states(trainer, with_optimizer=bool(trainer.optimizer.state)), checkpoint_id=partial)
+    if distributed.is_main():
+        dcp_manifest.write(partial, metadata)  # what resuming reads: the .metadata pickle never is
     distributed.barrier()  # every shard written
     full = trainer.parallel.full_model()  # FSDP: gathered (every rank takes part)
     world = trainer.parallel.world
@@ -87,7 +90,7 @@ def restore(trainer: Any, state: dict[str, Any]) -> bool:
                 "(--set train.parallel=ddp) or on one process: FSDP resumes from a distributed checkpoint"
             )
         return False
-    where = Path(trainer.run_dir) / info["checkpoint"]
+    where = _inside(Path(trainer.run_dir), info.get("checkpoint"))
     if not where.is_dir():
         raise ValueError(
             f"{where} is missing: {checkpoint.TRAINER_STATE} names it as the distributed checkpoint of "
@@ -96,7 +99,7 @@ def restore(trainer: Any, state: dict[str, Any]) -> bool:
     loaded = _states(trainer, with_optimizer=info.get("optimizer", True))
     with warnings.catch_warnings():  # one process: DCP says it loads without a process group
         warnings.filterwarnings("ignore", "torch.distributed is disabled", UserWarning)
-        dcp.load(loaded, checkpoint_id=where)  # resharded to this world size
+        dcp_manifest.load(loaded, where)  # resharded to this world size, nothing unpickled
     if "optimizer" in loaded:
         set_state_dict(
             trainer.net,
@@ -107,6 +110,20 @@ def restore(trainer: Any, state: dict[str, Any]) -> bool:
     else:
         set_model_state_dict(trainer.net, loaded["model"])
     return True
+
+
+def _inside(run_dir: Path, name: Any) -> Path:
+    """The DCP folder ``name`` of ``run_dir``: ``distributed/step-NNNNNNNN``, a real folder of
+    this run (never a path elsewhere, nor a link out of it)."""
+    if not isinstance(name, str) or not re.fullmatch(rf"{DISTRIBUTED}/step-\d{{8}}", name):
+        raise ValueError(
+            f"{run_dir / checkpoint.TRAINER_STATE} names {name!r} as its distributed checkpoint; "
+            f"Glassformer writes only {DISTRIBUTED}/step-NNNNNNNN there"
+        )
+    where = run_dir / name
+    if where.is_symlink() or (run_dir / DISTRIBUTED).is_symlink():
+        raise ValueError(f"{where} is a symbolic link; a run's checkpoint must lie inside the run")
+    return where
 
 
 def _states(trainer: Any, with_optimizer: bool) -> dict[str, Any]:
