@@ -60,6 +60,8 @@ def test_ctrl_c_stops_the_server_within_seconds_mid_request(tmp_path):
     )
     try:
         printed = _wait_for_line(server, "the workshop is at", START_TIMEOUT_S)
+        assert re.search(rf"http://127\.0\.0\.1:{port}/\?login=[\w-]+", printed), printed  # works once
+        printed = _wait_for_line(server, "for another browser", START_TIMEOUT_S)
         assert re.search(rf"http://127\.0\.0\.1:{port}/\?token=ctrl-c-test-token\b", printed), printed
         url = f"http://127.0.0.1:{port}/"
         _wait_for_port(port, START_TIMEOUT_S)

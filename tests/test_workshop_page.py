@@ -640,8 +640,12 @@ def test_teaching_mode_is_driven_by_presenter_keys_on_a_projector(workshop, mode
 def test_teach_this_opens_the_walk_in_teaching_mode(workshop):
     workshop.open(model="tiny", text=TEXT, level="beginner")
     page = workshop.page
-    with page.expect_navigation(url=lambda url: "lock=1" in url):  # past the token's redirect
+    with page.expect_navigation(url=lambda url: "/teach?" in url):  # the link, shown to the teacher
         page.click("#teach")
+    link = page.input_value("#teach-link")
+    assert "lock=1" in link and "token=" in link  # a class's fresh browsers need the token
+    with page.expect_navigation(url=lambda url: "lock=1" in url and "/teach" not in url):  # past the redirect
+        page.click("#teach-open")
     page.wait_for_selector('body[data-walks="1"]', state="attached")
     query = workshop.query()
     assert query["lock"] == "1" and query["text"] == TEXT and "token" not in query  # the cookie holds it

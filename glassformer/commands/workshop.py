@@ -91,16 +91,18 @@ def run(args: argparse.Namespace) -> int:
     hosts = served_hosts(args.host)
     if args.host not in LOOPBACK:
         print(exposure(args.host), file=sys.stderr)
-    name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
-    url = f"http://{f'[{name}]' if ':' in name else name}:{args.port}/?token={token}"
-    print(f"the workshop is at {url}  (Ctrl-C stops it)", flush=True)
-    if not args.no_browser:
-        import webbrowser
-
-        webbrowser.open(url)
     origins = {name: origin(name) for name in models if origin(name) in models}  # a fine-tuned run's base
     # the lab's runs: runs/, as the CLI's
     app = create_app(models, runs_root=RUNS_ROOT, origins=origins, token=token, hosts=hosts)
+    name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
+    address = f"http://{f'[{name}]' if ':' in name else name}:{args.port}/"
+    # a login code works once: what the browser's history keeps of the link opens nothing later
+    print(f"the workshop is at {address}?login={app.state.login_link()}  (Ctrl-C stops it)", flush=True)
+    print(f"  that link works once; for another browser: {address}?token={token}", flush=True)
+    if not args.no_browser:
+        import webbrowser
+
+        webbrowser.open(f"{address}?login={app.state.login_link()}")
     serve(app, args.host, args.port)
     return 0
 

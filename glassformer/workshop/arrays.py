@@ -25,6 +25,8 @@ import torch
 
 from glassformer.viz.html import decode_weights, encode_float32, encode_weights
 
+PACKED_BYTES = {"float32": 4 * 4 / 3, "uint8": 4 / 3}  # sent per value: its bytes in base64
+
 
 def pack(tensor: torch.Tensor) -> dict[str, Any]:
     """A float32 typed array (little-endian, as every browser reads it)."""

@@ -66,8 +66,10 @@ class WorkBudget:
             )
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` with this budget checked by every watched model it runs."""
-        self.deadline = time.monotonic() + self.seconds
+        """``fn(*args)`` with this budget checked by every watched model it runs. The time runs
+        from the first call: a generation's steps, each one call, share one budget."""
+        if self.deadline == float("inf"):
+            self.deadline = time.monotonic() + self.seconds
         self.check()
         _running.budget = self
         try:

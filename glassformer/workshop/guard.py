@@ -11,26 +11,41 @@ in this order, before any route sees it:
    navigation to one of the workshop's pages (a link from a course's notes opens it).
 3. **The token**, a secret made at each launch (or fixed with ``--token`` /
    ``GLASSFORMER_TOKEN``): ``Authorization: token <token>`` from scripts, or the cookie set
-   when the page was opened with ``?token=<token>`` (the URL the command prints). That
-   first load sets the cookie and redirects to the same URL without the token, so it stays
-   out of the address bar, the history and shared screenshots. Without it: 403, and a page
-   that asks for it.
+   when a page was opened with ``?login=<code>`` (the link the command prints: a code that
+   works once, for `LOGIN_TTL_S`, so the link a browser keeps in its history opens nothing)
+   or with ``?token=<token>`` (a teacher's link for a class, which does stay in each
+   browser's history). Either sets the cookie and redirects to the same URL without it.
+   Without it: 403, and a page that asks for it. A token that is not ASCII, or malformed,
+   is just not the token: 403.
 4. **JSON bodies only**: a POST whose ``Content-Type`` is not ``application/json`` gets 415
    (a form or ``text/plain`` post is what a browser sends cross-site without asking), and a
    body declared larger than the limit gets 413 before it is read.
 
 The cookie is ``HttpOnly`` and ``SameSite=Lax``: other sites' requests never carry it, and
-a link into the workshop still opens it logged in.
+a link into the workshop still opens it logged in. Its name holds the port, so two
+workshops on one machine keep their own; but browsers send a host's cookies to every port
+of it, so any other server on 127.0.0.1 receives this one (the README says so).
+
+Every answer carries the headers a browser needs to keep other pages out of it
+(`SECURITY_HEADERS`): a Content-Security-Policy with no inline script, no plugin, no
+``<base>``, no framing (``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``, so no other
+page can put the lab under a decoy's click), no ``Referer`` (a URL with a token never leaves
+in one). A page asked for as a frame is refused outright. A route that sends a page of its
+own (a notebook view, whose scripts are inline) sets its own policy (`views.py`). Only HTTP
+is answered: a WebSocket (no route takes one) is closed, the lifespan passes through.
 """
 
 from __future__ import annotations
 
+import hmac
 import html
 import secrets
+import threading
+import time
 from collections.abc import Iterable
 from urllib.parse import urlencode
 
-from starlette.datastructures import URL
+from starlette.datastructures import URL, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -41,6 +56,30 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PAGES = ("/", "/lab", "/lessons")  # what a link from another site may open
 SAME_ORIGIN = ("same-origin", "none")  # Sec-Fetch-Site of the page's own requests; "none": typed URL
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
+FRAMED = ("iframe", "frame", "embed", "object", "fencedframe")  # Sec-Fetch-Dest of a page put in another
+LOGIN_TTL_S = 15 * 60  # how long a printed login link works (once)
+PAGE_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",  # no inline script, no eval: markup that slipped in runs nothing
+        "style-src 'self' 'unsafe-inline'",  # KaTeX and the views size elements inline
+        "img-src 'self' data: blob:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+SECURITY_HEADERS = {
+    "content-security-policy": PAGE_POLICY,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+}
 
 
 def new_token() -> str:
@@ -48,30 +87,68 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
+class Logins:
+    """One-time login codes: the link the command prints opens the workshop once, within
+    `LOGIN_TTL_S`; what stays in the browser's history afterwards opens nothing."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, float] = {}  # code -> when it expires (time.monotonic)
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        code = secrets.token_urlsafe(16)
+        with self._lock:
+            self._codes[code] = time.monotonic() + LOGIN_TTL_S
+        return code
+
+    def redeem(self, code: str) -> bool:
+        """Whether ``code`` is a live code (it is used up now)."""
+        with self._lock:
+            now = time.monotonic()
+            self._codes = {c: until for c, until in self._codes.items() if until > now}
+            return self._codes.pop(code, None) is not None
+
+
 class Guard:
     """ASGI middleware applying the checks above to ``app``; ``hosts``: the Host names
-    answered (None: any, for a server bound to every interface, where the token alone guards)."""
+    answered (None: any, for a server bound to every interface, where the token alone guards);
+    ``logins``: the one-time login codes it accepts."""
 
-    def __init__(self, app: ASGIApp, token: str, hosts: Iterable[str] | None = LOOPBACK) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, hosts: Iterable[str] | None = LOOPBACK, logins: Logins | None = None
+    ) -> None:
         if not token:
             raise ValueError("the workshop needs a token: an empty one would let any page drive it")
         self.app = app
         self.token = token
         self.hosts = None if hosts is None else {_bare(host) for host in hosts}
+        self.logins = logins or Logins()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
+        if scope["type"] != "http":  # a WebSocket: no route takes one
+            await send({"type": "websocket.close", "code": 1008, "reason": "the workshop answers HTTP only"})
+            return
+
+        async def send_guarded(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    if name not in headers:  # a route's own policy (a notebook view) stands
+                        headers[name] = value
+            await send(message)
+
         request = Request(scope)
         refusal = self.refusal(request)
+        if refusal is None and request.method == "GET" and request.url.path in PAGES:
+            if request.query_params.get("login") or request.query_params.get("token"):
+                refusal = self.logged_in(request)  # the cookie, and the URL without the secret
         if refusal is not None:
-            await refusal(scope, receive, send)
+            await refusal(scope, receive, send_guarded)
             return
-        if request.query_params.get("token") and request.method == "GET" and request.url.path in PAGES:
-            await self.logged_in(request)(scope, receive, send)  # the cookie, and the URL without the token
-            return
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, send_guarded)
 
     def refusal(self, request: Request) -> Response | None:
         """The answer to a request that fails a check, or None when it passes them all."""
@@ -84,6 +161,8 @@ class Guard:
         origin = headers.get("origin")
         own = f"{request.url.scheme}://{headers.get('host', '')}"
         navigation = request.method == "GET" and request.url.path in PAGES
+        if headers.get("sec-fetch-dest") in FRAMED:
+            return _refused(request, 403, "the workshop's pages do not open inside another page")
         if not navigation and (
             (site is not None and site not in SAME_ORIGIN) or (origin is not None and origin != own)
         ):
@@ -109,16 +188,27 @@ class Guard:
 
     def authorized(self, request: Request) -> bool:
         scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("token", "bearer") and secrets.compare_digest(given.strip(), self.token):
+        if scheme.lower() in ("token", "bearer") and self.is_token(given.strip()):
             return True
-        for given in (request.cookies.get(cookie_name(request)), request.query_params.get("token")):
-            if given and secrets.compare_digest(given, self.token):
-                return True
-        return False
+        if request.method == "GET" and request.url.path in PAGES and request.query_params.get("login"):
+            return True  # `logged_in` checks the code (and uses it up)
+        return any(
+            self.is_token(given)
+            for given in (request.cookies.get(cookie_name(request)), request.query_params.get("token"))
+        )
+
+    def is_token(self, given: str | None) -> bool:
+        """Whether ``given`` is the token; any text compares (in constant time), none raises."""
+        return bool(given) and hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
 
     def logged_in(self, request: Request) -> Response:
-        """The page's URL without its token, with the token as a cookie."""
-        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        """The page's URL without its token or login code, with the token as a cookie; a used or
+        expired login code gets the page that asks for the token."""
+        code = request.query_params.get("login")
+        if code and not self.is_token(request.query_params.get("token")) and not self.logins.redeem(code):
+            reason = "This login link was used already or has expired (it works once, for a few minutes)"
+            return _refused(request, 403, reason, ask_token=True)
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k not in ("token", "login")]
         target = URL(path=request.url.path, query=urlencode(rest))
         response = RedirectResponse(str(target), status_code=303)
         response.set_cookie(cookie_name(request), self.token, httponly=True, samesite="lax", path="/")
@@ -152,7 +242,7 @@ def _refused(request: Request, status: int, reason: str, ask_token: bool = False
     kept = "".join(  # the link's own settings (level, model, text) survive typing the token
         f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
         for k, v in request.query_params.multi_items()
-        if k != "token"
+        if k not in ("token", "login")
     )
     page = _TOKEN_PAGE.format(reason=html.escape(reason), path=html.escape(request.url.path), kept=kept)
     return HTMLResponse(page, status_code=403)

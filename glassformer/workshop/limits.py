@@ -21,6 +21,7 @@ import math
 from glassformer.workshop.http import RequestError
 
 WORK_BYTES = 1 << 30  # 1 GiB of activations per request: its peak stays under 2 GB above the models
+RESPONSE_BYTES = 64 << 20  # the most one answer holds: it is built whole, and kept until its client reads it
 FLOAT = 4
 ATTENTION_COPIES = 6  # scores, bias / mask applied, softmax, its output for the hook, a head mean, slack
 LOGIT_COPIES = 3  # the logits, their float copy, the softmax of the prediction's steps
@@ -43,6 +44,7 @@ SECONDS = {  # the time one request may hold the model, past which it is stopped
     "walk": 30.0,
     "stage": 30.0,
     "lens": 30.0,
+    "generate": 60.0,  # a whole generation, its steps together (the lock is taken per step)
     "tokens": 10.0,
     "similarity": 30.0,
     "views": 30.0,
@@ -71,6 +73,17 @@ def max_tokens(config, route: str) -> int:
     if work == "all_layers":
         return min(cap, int(math.sqrt(WORK_BYTES / (VIEW_BYTES_PER_WEIGHT * layers * heads))))
     return cap
+
+
+def check_response(what: str, elements: int, bytes_per_element: float) -> None:
+    """A 413, before it is built, for an answer of ``elements`` values past `RESPONSE_BYTES`."""
+    size = elements * bytes_per_element
+    if size > RESPONSE_BYTES:
+        raise RequestError(
+            f"{what} would be {size / 2**20:,.0f} MiB to send; the workshop sends at most "
+            f"{RESPONSE_BYTES / 2**20:,.0f} MiB in one answer: shorten the text",
+            status=413,
+        )
 
 
 def check_length(lm, name: str, route: str, *texts: str | None, extra: int = 0) -> int:

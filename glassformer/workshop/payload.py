@@ -38,8 +38,9 @@ from glassformer.inputs import ModelInputs
 from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
 from glassformer.workshop.architecture import stages, summary
-from glassformer.workshop.arrays import pack, pack_unit
+from glassformer.workshop.arrays import PACKED_BYTES, pack, pack_unit
 from glassformer.workshop.images import image_payload
+from glassformer.workshop.limits import check_response
 from glassformer.workshop.masked import masked_prediction
 from glassformer.workshop.pass_input import PassInput
 from glassformer.workshop.prediction import next_token
@@ -123,6 +124,7 @@ def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
     kept: list[torch.Tensor] = []
 
     def keep(x: torch.Tensor, name: str) -> None:
+        check_response(name, x[0].numel(), PACKED_BYTES["uint8" if name.endswith(".pattern") else "float32"])
         kept.append(x[0].detach())
         raise _Captured
 

@@ -2,8 +2,10 @@
 
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
-    GET  /api/models       the models this server holds: name, architecture, stages, limits;
-                           and the token, for the links the page makes (a fresh browser needs it)
+    GET  /api/models       the models this server holds: name, architecture, stages, limits
+    GET  /teach            ?<the page's settings> -> a page with the link that opens this walk in
+                           teaching mode in a class's fresh browsers (token included); answered
+                           only to a top-level navigation, never to a script (`teach.py`)
     POST /api/walk         {model, text, decoder_text?, generated?: [id], temperature?,
                            top_k?, top_p?, repetition_penalty?, seed?,
                            interventions?: [{layer, head, mode, factor?}], patch_text?}
@@ -77,7 +79,7 @@ from glassformer.workshop.attention_change import change as attention_change
 from glassformer.workshop.attention_change import origin
 from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch
 from glassformer.workshop.explanations import explain as explain_prediction
-from glassformer.workshop.guard import LOOPBACK, Guard, new_token
+from glassformer.workshop.guard import LOOPBACK, Guard, Logins, new_token
 from glassformer.workshop.http import RequestError, answer, read_query, read_request, request_error
 from glassformer.workshop.images import samples as held_out_samples
 from glassformer.workshop.lab import Lab
@@ -103,9 +105,10 @@ from glassformer.workshop.request_types import (
     WalkRequest,
 )
 from glassformer.workshop.similarity import similarity
-from glassformer.workshop.streaming import token_events
+from glassformer.workshop.streaming import stopped_event, token_events
+from glassformer.workshop.teach import teach_page
 from glassformer.workshop.tokenization import explain as explain_tokens
-from glassformer.workshop.views import view_html
+from glassformer.workshop.views import policy, view_html
 
 STATIC = Path(__file__).parent / "static"
 VIZ_ASSETS = Path(__file__).resolve().parents[1] / "viz" / "assets"  # served at static/viz/
@@ -173,7 +176,7 @@ def create_app(
 
     async def list_models(request: Request) -> JSONResponse:
         described = [_describe(name, lm, origins.get(name)) for name, lm in models.items()]
-        return JSONResponse({"models": described, "token": token})  # the page's links for a fresh browser
+        return JSONResponse({"models": described})  # never the token: `teach.py` shows it to a person
 
     async def open_run(request: Request) -> JSONResponse:
         """A run of the lab's runs root, loaded as one more model (by name: never a path)."""
@@ -249,14 +252,26 @@ def create_app(
         except (ValueError, TypeError) as error:
             raise RequestError(str(error)) from error
 
+        budget = WorkBudget("this generation", SECONDS["generate"])
+
         async def events():
-            async with lock:  # one forward pass at a time, for the whole generation
-                tokens = token_events(lm, body.text, settings)
-                try:
-                    while not stopping.is_set() and (event := await on_model_thread(next, tokens, None)):
-                        yield event  # a client gone: the response stops asking, so no next token
-                finally:  # also when the client left: shielded, it waits for a step in flight
-                    with anyio.CancelScope(shield=True):
+            """One token per forward pass, the lock held for that pass only: another client's
+            request goes between two tokens (the lock is first come, first served)."""
+            tokens = token_events(lm, body.text, settings)
+            running.add(budget)
+            try:
+                while not stopping.is_set():
+                    async with lock:
+                        event = await on_model_thread(budget.run, next, tokens, None)
+                    if event is None:
+                        break
+                    yield event  # a client gone: the response stops asking, so no next token
+            except WorkStopped as stopped:  # past its time: the page is told why it ended
+                yield stopped_event(str(stopped))
+            finally:  # also when the client left: shielded, it waits for a step in flight
+                running.discard(budget)
+                with anyio.CancelScope(shield=True):
+                    async with lock:
                         await on_model_thread(tokens.close)  # its hooks come off the model now
 
         return StreamingResponse(
@@ -287,11 +302,14 @@ def create_app(
         lm = _reader(models, query.model, "views", query.text)
         kind = request.path_params["view"]
         work = run_model(request, "views", view_html, lm, kind, query.text, query.layer, query.head)
-        return await answer(work, HTMLResponse)
+        return await answer(
+            work, lambda page: HTMLResponse(page, headers={"Content-Security-Policy": policy(page)})
+        )
 
     routes = [
         Route("/", index),
         Route("/api/models", list_models),
+        Route("/teach", lambda request: teach_page(request, token)),
         Route("/api/walk", walk, methods=["POST"]),
         Route("/api/stage", stage, methods=["POST"]),
         Route("/api/lens", lens, methods=["POST"]),
@@ -318,13 +336,15 @@ def create_app(
         yield
         await anyio.to_thread.run_sync(lab.shutdown)  # a run still going keeps its checkpoint
 
+    logins = Logins()
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=token, hosts=hosts)],
+        middleware=[Middleware(Guard, token=token, hosts=hosts, logins=logins)],
         exception_handlers={RequestError: request_error},
         lifespan=lifespan,
     )
     app.state.token = token
+    app.state.login_link = logins.new  # a one-time code for the link the command prints
     app.state.stop_work = stop_work
     return app
 

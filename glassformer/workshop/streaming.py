@@ -2,6 +2,8 @@
 
     event: token    data: {"id": 7042, "text": " Paris", "step": 0, "seconds": 0.21,
                            "step_seconds": 0.21, "kv": {"new": 6, "reused": 0, "bytes": 55296}}
+    event: stopped  data: {"reason": "this generation took longer than 60 s, ..."}   (the server's
+                           time budget ended it; the tokens sent stand)
     event: done     data: {"tokens": 12, "seconds": 0.9, "tokens_per_s": 13.3, "text": " Paris...",
                            "prefill_seconds": 0.21, "decode_tokens_per_s": 15.1, "kv_bytes_per_token": 9216}
 
@@ -69,6 +71,11 @@ def token_events(lm, text: str, settings: GenerationSettings) -> Iterator[str]:
             "kv_bytes_per_token": per_token,
         },
     )
+
+
+def stopped_event(reason: str) -> str:
+    """The event that ends a stream the server stopped (its time budget, the server stopping)."""
+    return _event("stopped", {"reason": reason})
 
 
 def _event(name: str, data: dict) -> str:

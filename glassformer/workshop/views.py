@@ -11,11 +11,19 @@ Each answer is a self-contained HTML page (nothing from the network): the view's
 the same one ``view.save(path)`` writes; the lens table as an SVG figure; the embeddings
 as a Plotly page with plotly.js inlined. An encoder-decoder shows its cross-attention, and
 its decoder's lens, from the decoder's start token.
+
+Such a page's scripts are inline, so it is sent with a policy of its own (`policy`): only the
+scripts it was built with run (each allowed by its SHA-256), and it runs ``sandbox``ed, in an
+origin of its own, so even a script that got in could neither read the workshop's cookie nor
+call its routes.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
+import re
 from typing import Any
 
 VIEWS = ("head", "model", "neuron", "tokens", "lens", "embeddings")
@@ -45,6 +53,33 @@ def view_html(lm, kind: str, text: str, layer: int = 0, head: int = 0) -> str:
 
         return figure_html(hidden_state_animation(lm, text))
     raise ValueError(f"no view {kind!r}; the views are: {', '.join(VIEWS)}")
+
+
+_INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?P<attributes>[^>]*)>(?P<code>.*?)</script>", re.DOTALL)
+
+
+def policy(page: str) -> str:
+    """The Content-Security-Policy of ``page``: its own inline scripts (by hash), in a sandbox."""
+    hashes = sorted(
+        {
+            "'sha256-" + base64.b64encode(hashlib.sha256(m["code"].encode()).digest()).decode() + "'"
+            for m in _INLINE_SCRIPT.finditer(page)
+            if "application/json" not in m["attributes"]  # data, never run
+        }
+    )
+    return "; ".join(
+        (
+            "sandbox allow-scripts",
+            "default-src 'none'",
+            f"script-src {' '.join(hashes) or chr(39) + 'none' + chr(39)}",
+            "style-src 'unsafe-inline'",
+            "img-src data: blob:",
+            "font-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+        )
+    )
 
 
 def _figure_page(title: str, svg: str) -> str:

@@ -40,8 +40,8 @@ async function call(url, body) {
   return answer;
 }
 
-/** {models: [{name, parameters, max_seq_len, reads_text, architecture, stages}], token}:
- * the token goes into the links the page makes for a fresh browser ("Teach this"). */
+/** {models: [{name, parameters, max_seq_len, reads_text, architecture, stages}]} (never the
+ * token: the teaching link is shown by the server's /teach page, to a person). */
 export function fetchModels() {
   return call(MODELS_URL);
 }

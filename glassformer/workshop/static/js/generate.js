@@ -66,6 +66,8 @@ export function renderGenerate(node, request, onError, onStep) {
         } else if (event === "done") {
           info.textContent = `${data.tokens} tokens in ${number(data.seconds, 3)} s (${number(data.tokens_per_s, 3)} tokens/s)`;
           renderTimeline(timeline, steps, data, 0, walkStep);
+        } else if (event === "stopped") {
+          info.textContent = `stopped after ${steps.length} tokens: ${data.reason}`;
         }
       });
       node.dataset.state = "done";

@@ -58,7 +58,6 @@ let openBlock = "";
 let head = 0; // the head shown when a per-head step is opened
 let walksDone = 0;
 let lessonsByKind = new Map(); // a step's kind ("attn.pattern") -> the lessons that link to it
-let token = ""; // the workshop's token, for links that open in a fresh browser
 let latestRequest = 0; // a walk that answers after a newer one was asked is dropped
 let image = null; // a vision model's image, the input of its pass ({shape, values}, pixels.js)
 let samples = null; // its held-out images ({count, stack, labels, source}), or null
@@ -562,7 +561,7 @@ async function loadLessons() {
 async function start() {
   document.body.dataset.level = settings.level;
   try {
-    ({ models, token } = await fetchModels());
+    ({ models } = await fetchModels());
   } catch (error) {
     showMessage(error.message);
     setState("error", "");
@@ -581,17 +580,10 @@ async function start() {
   if (notice && message.hidden) showMessage(notice);
 }
 
-// "Teach this": the same walk in teaching mode, its link (token included: it opens in the
-// class's fresh browsers) copied for the teacher to share
-$("teach").addEventListener("click", async () => {
-  const link = new URL(`./${queryString({ ...settings, lock: true })}`, window.location.href);
-  link.searchParams.set("token", token);
-  try {
-    await navigator.clipboard.writeText(link.href);
-  } catch {
-    // no clipboard here (an insecure context, a denied permission): the address bar has the link
-  }
-  window.location.href = link.href;
+// "Teach this": the page with this walk's teaching link (its token included: it opens in the
+// class's fresh browsers), for the teacher to copy and share; this page never holds the token
+$("teach").addEventListener("click", () => {
+  window.location.href = new URL(`./teach${queryString({ ...settings, lock: true })}`, window.location.href).href;
 });
 
 // Back and Forward: the entry's settings, run again (not pushed: the entry is there)

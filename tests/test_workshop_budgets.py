@@ -1,0 +1,102 @@
+"""Every route's budget (issue 27): a long generation does not hold the model from other
+clients, it ends within its time, and an answer too large to send is refused before it is built.
+
+The model's steps are slowed by a forward pre-hook that sleeps, so a generation takes seconds on
+any machine; what is measured is an order (another client is answered between two tokens), not
+a speed."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from glassformer.workshop import limits
+from glassformer.workshop.server import create_app
+from tests.test_workshop_api import TEXT, char_lm
+from tests.workshop_server import auth, serving
+
+STEP_S = 0.04  # each forward pass sleeps this long: 100 tokens take >= 4 s
+
+
+@pytest.fixture(scope="module")
+def served():
+    lm = char_lm()
+    slow = lm.net.register_forward_pre_hook(lambda module, args: time.sleep(STEP_S))
+    app = create_app({"char": lm})
+    with serving(app) as url:
+        yield url
+    slow.remove()
+
+
+def _post(url: str, route: str, body: dict, timeout: float = 60.0) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url + route.lstrip("/"),
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **auth(url)},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def _events(url: str, body: dict, seen: list, first: threading.Event) -> None:
+    """Read the generation's events into ``seen`` (name, data); ``first`` set at the first token."""
+    request = urllib.request.Request(
+        url + "api/generate",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **auth(url)},
+    )
+    with urllib.request.urlopen(request, timeout=120) as stream:
+        name = None
+        for raw in stream:
+            line = raw.decode().strip()
+            if line.startswith("event:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                seen.append((name, json.loads(line.split(":", 1)[1])))
+                if name == "token":
+                    first.set()
+
+
+def test_another_client_is_answered_between_two_tokens(served):
+    seen: list = []
+    first = threading.Event()
+    body = {"model": "char", "text": TEXT, "max_new_tokens": 100, "temperature": 0}
+    reader = threading.Thread(target=_events, args=(served, body, seen, first), daemon=True)
+    reader.start()
+    assert first.wait(60), "the generation sent no token"
+    start = time.monotonic()
+    status, _ = _post(served, "/api/walk", {"model": "char", "text": TEXT})
+    waited = time.monotonic() - start
+    tokens_meanwhile = sum(1 for name, _ in seen if name == "token")
+    reader.join(120)
+    total = sum(1 for name, _ in seen if name == "token")
+    assert status == 200
+    # the walk went in between two tokens: the generation was far from its end when it was answered
+    assert tokens_meanwhile < total - 20, (tokens_meanwhile, total, waited)
+    assert seen[-1][0] == "done" and total == 100
+
+
+def test_a_generation_ends_within_its_time(served, monkeypatch):
+    monkeypatch.setitem(limits.SECONDS, "generate", 1.0)
+    seen: list = []
+    body = {"model": "char", "text": TEXT, "max_new_tokens": 500, "temperature": 0}
+    start = time.monotonic()
+    _events(served, body, seen, threading.Event())
+    took = time.monotonic() - start
+    names = [name for name, _ in seen]
+    assert names[-1] == "stopped" and "done" not in names
+    assert "longer than 1 s" in seen[-1][1]["reason"]
+    assert 0 < names.count("token") < 500 and took < 30
+
+
+def test_a_stage_too_large_to_send_is_refused_before_it_is_built(served, monkeypatch):
+    monkeypatch.setattr(limits, "RESPONSE_BYTES", 1000)  # the logits of TEXT are far more
+    status, answer = _post(served, "/api/stage", {"model": "char", "text": TEXT, "name": "logits"})
+    assert status == 413 and "MiB to send" in json.loads(answer)["error"]
