@@ -14,7 +14,11 @@ import urllib.request
 
 import pytest
 
-from glassformer.workshop import limits
+from glassformer.models.size import ModelTooLarge, check_size
+from glassformer.train import pace_child
+from glassformer.train.pace_child import measure_in_child
+from glassformer.train.settings import apply_overrides, load_preset
+from glassformer.workshop import lab, limits
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import TEXT, char_lm
 from tests.workshop_server import auth, serving
@@ -100,3 +104,26 @@ def test_a_stage_too_large_to_send_is_refused_before_it_is_built(served, monkeyp
     monkeypatch.setattr(limits, "RESPONSE_BYTES", 1000)  # the logits of TEXT are far more
     status, answer = _post(served, "/api/stage", {"model": "char", "text": TEXT, "name": "logits"})
     assert status == 413 and "MiB to send" in json.loads(answer)["error"]
+
+
+def test_the_size_check_counts_training_memory(monkeypatch):
+    """A model whose weights fit may still not train: its gradients, optimizer state and
+    activations count too (the 617M-parameter MoE of the issue trained for 295 s in the server)."""
+    run = apply_overrides(load_preset("induction"), ["model.d_model=1024", "model.n_heads=8"])
+    weights = check_size(run.model_config(vocab_size=256)) * 4
+    needed = lab.training_memory(run)
+    assert needed > 4 * weights  # weights, gradients, two AdamW moments, and activations
+    monkeypatch.setattr(lab, "physical_memory", lambda: int(needed * 1.5))  # the weights fit, training not
+    with pytest.raises(ModelTooLarge, match="training these settings holds about"):
+        lab.check_training_memory(run)
+
+
+def test_timing_a_run_happens_in_a_child_with_limits(monkeypatch):
+    run = load_preset("induction")
+    pace = measure_in_child(run, seconds=120, memory_bytes=lab.training_memory(run))
+    assert pace.step_s > 0 and pace.evaluation_s > 0
+    monkeypatch.setattr(pace_child, "ADDRESS_SPACE_SLACK", 0)
+    with pytest.raises(ValueError, match="could not be timed"):  # 64 MiB: not even torch loads
+        measure_in_child(run, seconds=120, memory_bytes=64 << 20)
+    with pytest.raises(ValueError, match="longer than 0.5 s"):
+        measure_in_child(run, seconds=0.5, memory_bytes=lab.training_memory(run))

@@ -309,6 +309,27 @@ def activation_bytes(
     return per_token * seq_len * batch
 
 
+OPTIMIZER_STATE = {"adamw": 2, "sgd": 1}  # numbers kept per parameter: AdamW's two moments, SGD's momentum
+
+
+def training_bytes(
+    config: ModelConfig,
+    seq_len: int,
+    batch: int,
+    optimizer: str = "adamw",
+    dtype: torch.dtype | str = "float32",
+) -> int:
+    """Bytes a training step holds at its peak, in float32 parameters::
+
+        parameters x (weights + gradients + optimizer state) x 4 bytes + activations
+
+    (`activation_bytes` at ``dtype``, for ``batch`` sequences of ``seq_len`` tokens; the state
+    numbers per parameter in `OPTIMIZER_STATE`)."""
+    parameters = sum(parameter_counts(config).values())
+    per_parameter = (2 + OPTIMIZER_STATE[optimizer]) * torch.float32.itemsize
+    return parameters * per_parameter + activation_bytes(config, seq_len, batch, dtype)
+
+
 def saved_activation_bytes(net: torch.nn.Module, run: Callable[[], object]) -> int:
     """What `activation_bytes` estimates, measured: the bytes of the distinct storages autograd
     saves for backward while ``run()`` computes ``net``'s forward pass (and its loss), the
