@@ -6,8 +6,15 @@ has every step a decoder has; the lessons are the package's own."""
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 import string
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -17,6 +24,7 @@ from glassformer.lessons.run import code_cells
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.server import create_app
 from tests.conftest import tiny_model
+from tests.workshop_server import auth, serving
 
 LESSON = 3  # attention from similarity: equations, walk links and code links
 RUN = 4  # the lesson the page runs (backpropagation through attention: a few seconds)
@@ -113,3 +121,54 @@ def test_the_walk_links_each_step_to_the_lessons_that_explain_it(workshop, clien
     stop.locator(f'.lesson-link[data-lesson="{LESSON}"]').click()
     page.wait_for_selector(f'#lesson[data-lesson="{LESSON}"]', state="attached")
     workshop.close()
+
+
+def _kernels() -> list[int]:
+    """The pids of this process's child kernels (a lesson run's ipykernel)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            command = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        alive = not fields.get("State", "").startswith(("Z", "X"))  # a killed one not reaped yet is gone
+        if alive and int(fields.get("PPid", "0").strip()) == os.getpid() and b"ipykernel" in command:
+            found.append(int(status.parent.name))
+    return found
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_lesson_run_stops_when_its_page_leaves_and_queues_once(app):
+    """Issue 27: three ``curl -m 2`` each started a kernel after they had gone. Now a second run
+    from the same client is 429 at once, and the kernel of a run whose page left is killed."""
+    with serving(app) as url:
+        port = urlsplit(url).port
+        body = b"{}"
+        request = (
+            f"POST /api/lessons/{RUN}/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: {auth(url)['Authorization']}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        leaving = socket.create_connection(("127.0.0.1", port))
+        leaving.sendall(request)
+        assert _wait_for(lambda: _kernels(), 60), "the lesson's kernel never started"
+        again = urllib.request.Request(
+            url + f"api/lessons/{RUN}/run",
+            data=body,
+            headers={**auth(url), "Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(again, timeout=30)
+        assert refused.value.code == 429
+        leaving.close()  # the page leaves mid-run
+        # killed at once: the lesson itself runs for seconds more
+        assert _wait_for(lambda: not _kernels(), 3), "the kernel outlived the page that asked for it"

@@ -10,9 +10,13 @@ fails stops the run: its source and its error are printed and the exit status is
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,25 +34,66 @@ class LessonFailed(RuntimeError):
         super().__init__(f"{item.path.name}: code cell {index} failed\n{_indent(source)}\n{error}")
 
 
-def execute(item: Lesson | int | str | Path, cwd: str | Path, timeout: int = 120, notebook=None):
+class LessonCancelled(RuntimeError):
+    """The run was cancelled (its page left): its kernel was killed."""
+
+
+def execute(
+    item: Lesson | int | str | Path,
+    cwd: str | Path,
+    timeout: int = 120,
+    notebook=None,
+    cancel: threading.Event | None = None,
+):
     """Execute every cell of a lesson in a new python3 kernel whose working directory is
     ``cwd``; each cell may run ``timeout`` seconds. -> the executed `nbformat.NotebookNode`.
     ``notebook``: run this notebook of the lesson instead of a fresh `to_notebook` (the
-    tests run the exported file). Raises `LessonFailed` at the first failing cell."""
+    tests run the exported file). Raises `LessonFailed` at the first failing cell, and
+    `LessonCancelled` soon after ``cancel`` is set (the kernel is killed, mid-cell too)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     item = item if isinstance(item, Lesson) else lesson(item)
     notebook = to_notebook(item) if notebook is None else notebook
+    cancel = cancel or threading.Event()
+    done = threading.Event()
+
+    def watch_kernel(notebook) -> None:  # nbclient's hook: the kernel has started
+        pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
+
+        def kill_when_cancelled() -> None:
+            while not done.wait(0.1):
+                if cancel.is_set() and pid is not None:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                    return
+
+        threading.Thread(target=kill_when_cancelled, name="lesson-cancel", daemon=True).start()
+
+    def stop_if_cancelled(cell, cell_index) -> None:  # nbclient's hook, before each cell
+        if cancel.is_set():
+            raise LessonCancelled(f"{item.path.name}: cancelled before code cell {cell_index}")
+
     client = NotebookClient(
-        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(cwd)}},
+        on_notebook_start=watch_kernel,
+        on_cell_start=stop_if_cancelled,
     )
     try:
         client.execute(env=_kernel_environment())
-    except (CellExecutionError, CellTimeoutError) as error:
+    except Exception as error:
+        if cancel.is_set():  # a killed kernel fails in nbclient's own words: the cause is ours
+            raise LessonCancelled(f"{item.path.name}: cancelled") from None
+        if not isinstance(error, (CellExecutionError, CellTimeoutError)):
+            raise
         index, cell = _failed_cell(notebook)
         detail = _error_text(cell) if cell is not None else ANSI.sub("", str(error))
         raise LessonFailed(item, index, cell.source if cell else "", detail, notebook) from None
+    finally:
+        done.set()
     return notebook
 
 

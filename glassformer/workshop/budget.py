@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from starlette.requests import Request
 from torch import nn
 
 from glassformer.nn.blocks import Block
@@ -76,6 +77,13 @@ class WorkBudget:
             return fn(*args)
         finally:
             _running.budget = None
+
+
+async def when_gone(request: Request, then: Callable[[], None]) -> None:
+    """Call ``then()`` when ``request``'s client disconnects (its body read: what comes next is that)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    then()
 
 
 def watch(net: nn.Module) -> None:

@@ -7,12 +7,15 @@
     GET  /api/source?name=DOTTED    the source of a function or class a lesson links to
 
 A lesson runs in its own kernel process, one run at a time (2 cores); a failing cell is
-answered 400 with the cell and its error.
+answered 400 with the cell and its error. A run whose page leaves is cancelled, its kernel
+killed, whether it runs or waits; each client (its address) has at most one run running or
+waiting, and asking for another is 429.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +25,9 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
 from glassformer.lessons.catalog import lesson
+from glassformer.lessons.run import LessonCancelled
 from glassformer.workshop import lesson_pages
+from glassformer.workshop.budget import CLIENT_GONE, when_gone
 from glassformer.workshop.http import RequestError, read_query, read_request
 from glassformer.workshop.request_types import Empty, SourceQuery
 
@@ -30,6 +35,7 @@ from glassformer.workshop.request_types import Empty, SourceQuery
 def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
     """The routes above; walk links point at ``models``; ``page`` is the lessons' HTML file."""
     running = asyncio.Lock()
+    asked: set[str] = set()  # the clients with a run running or waiting
 
     async def work(fn, *args) -> JSONResponse:
         try:
@@ -56,8 +62,25 @@ def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:
 
     async def run(request: Request) -> JSONResponse:
         await read_request(request, Empty)
-        async with running:
-            return await work(lambda: lesson_pages.run(found(request)))
+        item = found(request)
+        client = request.client.host if request.client else ""
+        if client in asked:
+            raise RequestError("a lesson of yours is running or waiting already: wait for its answer", 429)
+        asked.add(client)
+        cancel = threading.Event()
+        watcher = asyncio.create_task(when_gone(request, cancel.set))
+        try:
+            async with running:
+                if cancel.is_set():  # its page left while it waited: no kernel started
+                    raise RequestError("the page that asked for it left", CLIENT_GONE)
+                return await work(lesson_pages.run, item, cancel)
+        except LessonCancelled:
+            raise RequestError(
+                "the page that asked for it left: its kernel was stopped", CLIENT_GONE
+            ) from None
+        finally:
+            watcher.cancel()
+            asked.discard(client)
 
     async def source(request: Request) -> JSONResponse:
         return await work(lesson_pages.source, read_query(request, SourceQuery).name)

@@ -77,7 +77,7 @@ from glassformer.workshop import payload
 from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.attention_change import change as attention_change
 from glassformer.workshop.attention_change import origin
-from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch
+from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
 from glassformer.workshop.explanations import explain as explain_prediction
 from glassformer.workshop.guard import LOOPBACK, Guard, Logins, new_token
 from glassformer.workshop.http import RequestError, answer, read_query, read_request, request_error
@@ -149,7 +149,8 @@ def create_app(
         if stopping.is_set():
             budget.cancel("the server is stopping")
         running.add(budget)
-        watcher = asyncio.create_task(_cancel_when_gone(request, budget))
+        gone = functools.partial(budget.cancel, "the page that asked for it left", CLIENT_GONE)
+        watcher = asyncio.create_task(when_gone(request, gone))
         try:
             async with lock:
                 return await on_model_thread(budget.run, fn, *args)
@@ -347,13 +348,6 @@ def create_app(
     app.state.login_link = logins.new  # a one-time code for the link the command prints
     app.state.stop_work = stop_work
     return app
-
-
-async def _cancel_when_gone(request: Request, budget: WorkBudget) -> None:
-    """Cancel ``budget`` when the client disconnects (its body is read: what comes next is that)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-    budget.cancel("the page that asked for it left", CLIENT_GONE)
 
 
 def _model(models: dict[str, Any], name: str) -> Any:
