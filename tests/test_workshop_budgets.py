@@ -8,9 +8,12 @@ a speed."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
+import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,7 +21,7 @@ from glassformer.models.size import ModelTooLarge, check_size
 from glassformer.train import pace_child
 from glassformer.train.pace_child import measure_in_child
 from glassformer.train.settings import apply_overrides, load_preset
-from glassformer.workshop import lab, limits
+from glassformer.workshop import guard, lab, lab_routes, limits
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import TEXT, char_lm
 from tests.workshop_server import auth, serving
@@ -127,3 +130,57 @@ def test_timing_a_run_happens_in_a_child_with_limits(monkeypatch):
         measure_in_child(run, seconds=120, memory_bytes=64 << 20)
     with pytest.raises(ValueError, match="longer than 0.5 s"):
         measure_in_child(run, seconds=0.5, memory_bytes=lab.training_memory(run))
+
+
+def _open_unread(url: str, path: str) -> socket.socket:
+    """A GET of ``path`` whose answer is never read (the attacker's client)."""
+    port = urlsplit(url).port
+    reader = socket.create_connection(("127.0.0.1", port))
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills at once
+    token = auth(url)["Authorization"]
+    head = f"GET /{path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: {token}\r\n\r\n"
+    reader.sendall(head.encode())
+    return reader
+
+
+def _get_status(url: str, path: str) -> int:
+    request = urllib.request.Request(url + path, headers=auth(url))
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status  # the stream's headers: it was accepted
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_unread_event_streams_are_capped_and_dropped(tmp_path, monkeypatch):
+    """Issue 27: 100 unread streams of a run with a 43 MB film held +0.9 GB. Now each event
+    holds at most about 1 MiB, a client follows at most a few runs, and a stream whose client
+    reads nothing for the write timeout is dropped (its place is free again)."""
+    monkeypatch.setattr(lab_routes, "STREAMS_PER_CLIENT", 2)
+    monkeypatch.setattr(guard, "WRITE_TIMEOUT_S", 1.0)
+    run = tmp_path / "runs" / "big"
+    run.mkdir(parents=True)
+    (run / "train_config.json").write_text("{}")
+    frame = json.dumps({"step": 0, "attention": [0.5] * 20_000})
+    (run / "film.jsonl").write_text("\n".join([frame] * 200) + "\n")  # ~20 MB
+    app = create_app({"char": char_lm()}, runs_root=tmp_path / "runs")
+    with serving(app) as url:
+        unread = [_open_unread(url, "api/lab/events?run=big") for _ in range(2)]
+        time.sleep(0.5)
+        assert _get_status(url, "api/lab/events?run=big") == 429
+        deadline = time.monotonic() + 30
+        while (status := _get_status(url, "api/lab/events?run=big")) == 429 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert status == 200, "the unread streams were never dropped"
+        for reader in unread:
+            reader.close()
+
+
+def test_event_batches_stay_small():
+    records = [{"i": i, "pad": "x" * 1000} for i in range(3000)]  # ~3 MB
+    batches = lab_routes._batches(records)
+    assert [r for batch in batches for r in batch] == records
+    assert (
+        all(len(json.dumps(batch)) <= 1.01 * lab_routes.EVENT_BYTES for batch in batches)
+        and len(batches) >= 3
+    )

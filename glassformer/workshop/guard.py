@@ -30,13 +30,16 @@ Every answer carries the headers a browser needs to keep other pages out of it
 (`SECURITY_HEADERS`): a Content-Security-Policy with no inline script, no plugin, no
 ``<base>``, no framing (``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``, so no other
 page can put the lab under a decoy's click), no ``Referer`` (a URL with a token never leaves
-in one). A page asked for as a frame is refused outright. A route that sends a page of its
-own (a notebook view, whose scripts are inline) sets its own policy (`views.py`). Only HTTP
-is answered: a WebSocket (no route takes one) is closed, the lifespan passes through.
+in one). A page asked for as a frame is refused outright. A client that reads nothing of an
+answer for `WRITE_TIMEOUT_S` is dropped: its stream stops and lets go of what it held. A
+route that sends a page of its own (a notebook view, whose scripts are inline) sets its own
+policy (`views.py`). Only HTTP is answered: a WebSocket (no route takes one) is closed, the
+lifespan passes through.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import html
 import secrets
@@ -46,7 +49,7 @@ from collections.abc import Iterable
 from urllib.parse import urlencode
 
 from starlette.datastructures import URL, MutableHeaders
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -58,6 +61,7 @@ SAME_ORIGIN = ("same-origin", "none")  # Sec-Fetch-Site of the page's own reques
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 FRAMED = ("iframe", "frame", "embed", "object", "fencedframe")  # Sec-Fetch-Dest of a page put in another
 LOGIN_TTL_S = 15 * 60  # how long a printed login link works (once)
+WRITE_TIMEOUT_S = 30.0  # a client that reads nothing of an answer for this long is dropped
 PAGE_POLICY = "; ".join(
     (
         "default-src 'self'",
@@ -85,6 +89,10 @@ SECURITY_HEADERS = {
 def new_token() -> str:
     """A fresh secret: 32 random bytes, URL-safe."""
     return secrets.token_urlsafe(32)
+
+
+class ClientTooSlow(OSError):
+    """A client that does not read what it asked for (`WRITE_TIMEOUT_S`)."""
 
 
 class Logins:
@@ -132,23 +140,32 @@ class Guard:
             await send({"type": "websocket.close", "code": 1008, "reason": "the workshop answers HTTP only"})
             return
 
+        dropped = False
+
         async def send_guarded(message) -> None:
+            nonlocal dropped
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     if name not in headers:  # a route's own policy (a notebook view) stands
                         headers[name] = value
-            await send(message)
+            try:  # the server waits while the client's socket is full: not past the timeout
+                await asyncio.wait_for(send(message), WRITE_TIMEOUT_S)
+            except TimeoutError:
+                dropped = True
+                raise ClientTooSlow(f"the client read nothing for {WRITE_TIMEOUT_S:g} s") from None
 
         request = Request(scope)
         refusal = self.refusal(request)
         if refusal is None and request.method == "GET" and request.url.path in PAGES:
             if request.query_params.get("login") or request.query_params.get("token"):
                 refusal = self.logged_in(request)  # the cookie, and the URL without the secret
-        if refusal is not None:
-            await refusal(scope, receive, send_guarded)
-            return
-        await self.app(scope, receive, send_guarded)
+        try:
+            await (refusal or self.app)(scope, receive, send_guarded)
+        except (ClientTooSlow, ClientDisconnect):
+            if not dropped:
+                raise
+            # the answer ends here: its stream stops producing, what it held is let go
 
     def refusal(self, request: Request) -> Response | None:
         """The answer to a request that fails a check, or None when it passes them all."""

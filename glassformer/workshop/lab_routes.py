@@ -19,7 +19,9 @@
 
 Events come from the run directory's files, read from where the last read stopped; a page
 that connects (or reconnects) gets everything from the start, so it follows a run started
-from the command line as well as one of its own.
+from the command line as well as one of its own. A file's new records go out in events of at
+most `EVENT_BYTES` (a stream whose client does not read holds one of them, not a whole film),
+and each client (its address) follows at most `STREAMS_PER_CLIENT` runs at once (429 past it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from glassformer.workshop.followed_file import FollowedFile
 from glassformer.workshop.http import RequestError, read_query, read_request
@@ -42,6 +45,8 @@ from glassformer.workshop.request_types import Empty, EventsQuery, LabStartReque
 
 POLL_S = 0.5  # how often a followed run's files are read
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing a quiet stream
+EVENT_BYTES = 1 << 20  # records are sent in events of about this size at most
+STREAMS_PER_CLIENT = 8  # event streams one client address may hold open (a page, a few tabs)
 
 
 def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) -> list[Route]:
@@ -49,6 +54,7 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
     ends the event streams (the server is going down)."""
     stopping = stopping or threading.Event()
     actions = asyncio.Lock()  # one start / stop / pace measurement at a time
+    streams: dict[str, int] = {}  # client address -> its open event streams
 
     async def act(fn, *args) -> JSONResponse:
         async with actions:
@@ -92,17 +98,33 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
     async def go_on(request: Request) -> JSONResponse:
         return await act(lab.resume_run, (await read_request(request, RunRequest)).run)
 
-    async def events(request: Request) -> StreamingResponse:
+    async def events(request: Request) -> ASGIApp:
         run = read_query(request, EventsQuery).run
         try:
             directory = lab.run_dir(run)
         except ValueError as error:
             raise RequestError(str(error), status=404) from None
-        return StreamingResponse(
-            _follow(request, lab, run, directory, stopping),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+        client = request.client.host if request.client else ""
+        if streams.get(client, 0) >= STREAMS_PER_CLIENT:
+            raise RequestError(
+                f"this client follows {STREAMS_PER_CLIENT} runs already: close a lab tab first", status=429
+            )
+
+        streams[client] = streams.get(client, 0) + 1
+        headers = {"Cache-Control": "no-cache"}
+        response = StreamingResponse(
+            _follow(request, lab, run, directory, stopping), media_type="text/event-stream", headers=headers
         )
+
+        async def counted(scope, receive, send) -> None:  # the stream counts until it ends, however
+            try:
+                await response(scope, receive, send)
+            finally:
+                streams[client] -= 1
+                if not streams[client]:
+                    del streams[client]
+
+        return counted
 
     return [
         Route("/lab", lambda request: FileResponse(page)),
@@ -145,10 +167,23 @@ def _read(lab: Lab, run: str, files: dict[str, FollowedFile]) -> tuple[list[str]
         reading = followed.read()
         if reading.reset:
             events.append(_event("reset", kind))
-        if reading.records:
-            events.append(_event(kind, reading.records))
+        events += [_event(kind, batch) for batch in _batches(reading.records)]
         events += [_event("problem", problem) for problem in reading.problems]
     return events, _state(lab, run)
+
+
+def _batches(records: list[Any]) -> list[list[Any]]:
+    """``records`` cut into runs of about `EVENT_BYTES` of JSON at most (a larger record alone)."""
+    batches: list[list[Any]] = []
+    size = EVENT_BYTES
+    for record in records:
+        length = len(json.dumps(record, allow_nan=False, default=str))
+        if size + length > EVENT_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(record)
+        size += length
+    return batches
 
 
 def _state(lab: Lab, run: str) -> dict[str, Any]:
