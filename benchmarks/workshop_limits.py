@@ -7,8 +7,10 @@ request is measured above what the process held with the models loaded (Linux: t
 high-water mark is reset through /proc/self/clear_refs before each request, then read from
 VmHWM), beside the limit's own estimate. The issue's goal: no single request above 2 GB.
 
-Last, Ctrl-C: a `glassformer workshop` process is interrupted two seconds into the largest
-walk, and the time until it exits is printed.
+Then Ctrl-C: a `glassformer workshop` process is interrupted two seconds into the largest
+walk, and the time until it exits is printed. Last, issue 27's attacks on the budgets
+(`benchmarks/workshop_attacks.py`: a large estimate, a long generation beside another client,
+the largest logits, unread streams, lessons whose page left).
 
     python -m benchmarks.workshop_limits
 """
@@ -71,6 +73,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--skip-ctrl-c", action="store_true")
+    parser.add_argument("--skip-attacks", action="store_true")
     args = parser.parse_args()
 
     from glassformer.workshop.limits import max_tokens
@@ -140,6 +143,11 @@ def main() -> None:
         )
     if not args.skip_ctrl_c:
         ctrl_c(walk_n)
+    if not args.skip_attacks:
+        from benchmarks import workshop_attacks
+
+        print("\nissue 27's attacks on the budgets:")
+        workshop_attacks.main()
 
 
 def ctrl_c(n_tokens: int) -> None:
