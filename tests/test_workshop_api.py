@@ -536,7 +536,14 @@ def test_the_page_preloads_every_module_it_imports(client):
 
     shared = {f"viz/{name}" for name in SHARED}  # the modules the notebook views inline too
     on_disk = {str(p.relative_to(static)) for p in static.glob("js/*.js")}
-    not_main = {"js/lab.js", "js/lab_charts.js", "js/lab_film.js", "js/lab_pace.js", "js/lessons.js", "js/teach.js"}
+    not_main = {
+        "js/lab.js",
+        "js/lab_charts.js",
+        "js/lab_film.js",
+        "js/lab_pace.js",
+        "js/lessons.js",
+        "js/teach.js",
+    }
     assert set(preloaded) == (on_disk - not_main) | shared | {"vendor/katex/katex.mjs"}
     for path in preloaded:
         assert client.get(f"/static/{path}").status_code == 200

@@ -21,6 +21,7 @@ from glassformer.workshop.arrays import pack_unit
 from glassformer.workshop.explanations import explain
 from glassformer.workshop.server import create_app
 from tests.test_workshop_page import TEXT, char_lm
+from tests.workshop_server import wait_until
 
 LABELS = ("comedy", "history", "tragedy")
 MOVED_LAYER = 1
@@ -176,8 +177,9 @@ def test_the_page_shows_what_the_model_costs(workshop, models):
     assert "= the model's own count" in shown.inner_text()
     page.fill("#costs .costs-seq", "16")
     page.select_option("#costs .costs-dtype", "bfloat16")
-    page.wait_for_function(
-        f"document.querySelector('.costs-table').dataset.forward === '{costs(lm.config, 16).flops.forward}'"
+    wait_until(
+        page,
+        f"document.querySelector('.costs-table').dataset.forward === '{costs(lm.config, 16).flops.forward}'",
     )
     assert (
         int(page.locator(".costs-table").get_attribute("data-kv"))

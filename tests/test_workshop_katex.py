@@ -293,7 +293,7 @@ RENDER_ALL = """async ({arch, plan}) => {
     const value = stage.id === "tokens" ? null : { shape, min: -1.5e-4, max: 123456 };
     stage.value = value;
     const ctx = { stage, value, arch, cross, sizes: levels.letterSizes(stage, payload) };
-    box.innerHTML = levels.equation(stage.equation, ctx);
+    box.replaceChildren(levels.equation(stage.equation, ctx) ?? ""); // DOM nodes, never HTML
     out[stage.id] = {
       typeset: box.querySelectorAll(".katex .katex-html").length,
       errors: box.querySelectorAll(".katex-error").length,

@@ -27,7 +27,7 @@ from glassformer.workshop.prediction import next_token
 from glassformer.workshop.server import create_app
 from tests.conftest import tiny_model
 from tests.screenshots import keep_screenshot
-from tests.workshop_server import log_in, serving
+from tests.workshop_server import log_in, serving, wait_until
 
 CHARS = "abcdefghijklmnopqrstuvwxyz .,"
 TEXT = "the cat sat on the mat"
@@ -687,7 +687,7 @@ def test_a_slow_walk_counts_its_seconds(workshop, models):
     with lm.net.hooks({"logits": slow}):
         page.fill("#text", "the mat")
         page.press("#text", "Enter")
-        page.wait_for_function("document.querySelector('#status').textContent.startsWith('running… 1 s')")
+        wait_until(page, "document.querySelector('#status').textContent.startsWith('running… 1 s')")
         workshop.wait_walks(2)
     assert "running" not in page.inner_text("#status")
     workshop.close()

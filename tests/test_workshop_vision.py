@@ -34,6 +34,7 @@ from tests.test_workshop_fuzz import json_values
 from tests.test_workshop_katex import render
 from tests.test_workshop_layout import MEASURE, cut_off, overlaps
 from tests.test_workshop_page import ATTENTION_SHARPNESS, TEXT, WEIGHT_STEP, char_lm
+from tests.workshop_server import wait_until
 
 SIDE, PATCH = 8, 2
 GRID = SIDE // PATCH
@@ -454,7 +455,7 @@ def test_an_attention_step_lays_its_weights_on_the_patch_grid(workshop, lm):
     step.locator(".head-button[data-head='2']").click()
     page.wait_for_selector(".detail[data-head='2']", state="attached")
     overlay.locator(".pa-cell[data-patch='5']").click()  # patch 1,1 as the query (token 6)
-    page.wait_for_function("document.querySelector('.patch-attention').dataset.query === '6'")
+    wait_until(page, "document.querySelector('.patch-attention').dataset.query === '6'")
     got = overlay_weights(overlay)
     assert max(abs(g - float(w)) for g, w in zip(got, weights[2, 6, 1:], strict=True)) <= WEIGHT_TOLERANCE
     assert "patch 1,1" in overlay.locator(".detail-caption").inner_text()
@@ -466,7 +467,7 @@ def test_an_attention_step_lays_its_weights_on_the_patch_grid(workshop, lm):
     got = overlay_weights(head)
     assert max(abs(g - float(w)) for g, w in zip(got, weights[1, 0, 1:], strict=True)) <= WEIGHT_TOLERANCE
     head.locator(".pa-cell[data-patch='15']").click()  # a patch picks the query, in the link
-    page.wait_for_function("new URLSearchParams(location.search).get('zoom') === 'blocks.0.attn:1:16'")
+    wait_until(page, "new URLSearchParams(location.search).get('zoom') === 'blocks.0.attn:1:16'")
     workshop.part_shot("#overview-panel", "vision_overview_head_1280")
     workshop.close()
 

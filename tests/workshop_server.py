@@ -74,3 +74,16 @@ def serving(app) -> Iterator[str]:
         _TOKENS.pop(url, None)
         server.should_exit = True
         thread.join(STOP_TIMEOUT_S)
+
+
+def wait_until(page, expression: str, timeout_s: float = 30.0) -> None:
+    """Wait until ``expression`` (JavaScript: an expression, or ``() => ...``) is true in
+    ``page``. Playwright's ``wait_for_function`` compiles it with ``new Function``, which the
+    workshop's Content-Security-Policy forbids (no eval); ``page.evaluate`` goes through the
+    debugger, outside the page's policy, so this polls with it."""
+    code = expression if expression.lstrip().startswith("()") else f"() => ({expression})"
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(code):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{expression!r} still false after {timeout_s:g} s")
+        time.sleep(0.05)

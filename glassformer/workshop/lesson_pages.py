@@ -8,7 +8,10 @@ and a lesson run on the server so its numbers are this machine's.
 
 The Markdown is rendered by markdown-it-py (CommonMark, tables, ``$...$`` and ``$$...$$``
 kept as ``<span class="math inline">`` / ``<div class="math block">`` for KaTeX in the
-browser). The course's own links become page links:
+browser), with raw HTML off: a cell's ``html`` is only what markdown-it makes, every text and
+attribute in it escaped (a walk link's model name, which can be a run's folder name, too).
+It is the one HTML the page parses (lessons.js `lessonMarkup`). The course's own links become
+page links:
 
 * ``walk:STAGE[?model=NAME&text=TEXT]`` -> ``./?model=M&stage=STAGE&level=intermediate``
   (and the text): the walk with that step open, on the model named, else on the first
@@ -21,6 +24,9 @@ browser). The course's own links become page links:
 working directory a temporary folder) and returns what each code cell showed::
 
     {"seconds": float, "outputs": [{"text": str, "images": [base64 PNG]}] (one per code cell)}
+
+An output's ``text`` (streams, ``text/plain`` reprs) and a failing cell's error are plain text,
+never joined into HTML: the page sets them as text. A cell's ``text/html`` output is not sent.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ from __future__ import annotations
 import inspect
 import tempfile
 import textwrap
+import threading
 import time
-from html import escape
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -89,13 +95,14 @@ def source(dotted: str) -> dict[str, Any]:
     }
 
 
-def run(item: Lesson) -> dict[str, Any]:
+def run(item: Lesson, cancel: threading.Event | None = None) -> dict[str, Any]:
     """Run the lesson top to bottom; what each code cell showed (see the module docstring).
-    A failing cell is a ValueError naming the cell and its error."""
+    A failing cell is a ValueError naming the cell and its error; setting ``cancel`` kills
+    its kernel (`LessonCancelled`)."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="glassformer-lesson-") as cwd:
         try:
-            notebook = execute(item, cwd, timeout=RUN_TIMEOUT_S)
+            notebook = execute(item, cwd, timeout=RUN_TIMEOUT_S, cancel=cancel)
         except LessonFailed as failure:
             raise ValueError(f"code cell {failure.index} failed: {failure.error}") from None
     outputs = [_shown(cell) for cell in code_cells(notebook)]
@@ -122,7 +129,9 @@ def _markdown(models: dict[str, Any]):
     from markdown_it import MarkdownIt
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-    renderer = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, double_inline=True)
+    # raw HTML off: the lessons hold none, and no markup can reach the page but markdown-it's
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    renderer.use(dollarmath_plugin, double_inline=True)
     steps = {name: {s["id"] for s in stages(lm.net)} for name, lm in models.items()}
 
     def link_open(self, tokens, index, options, env):
@@ -151,7 +160,7 @@ def _walk_link(token, target: str, steps: dict[str, set[str]]) -> None:
     if model is None:
         token.attrSet("href", "#")
         token.attrSet("class", "walk-link link-missing")
-        token.attrSet("title", f"no model in this workshop has the step {escape(stage)}")
+        token.attrSet("title", f"no model in this workshop has the step {stage}")  # escaped by markdown-it
         return
     shown = {"model": model, "stage": stage, "level": "intermediate"} | (
         {"text": query["text"]} if "text" in query else {}

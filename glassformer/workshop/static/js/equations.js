@@ -4,13 +4,17 @@
 // summary (architecture.summary(config)), and says what glassformer/nn computes: a bias
 // term only where the layer has one, the norm's ε, the embedding scale and norm, the RoPE
 // base, the sinusoid layout, the head (tied or not, T5's input scale). A number read from
-// this input or this model is wrapped in \htmlClass{num}{...}.
+// this input or this model is wrapped in \htmlClass{num}{...}; a name read from the model
+// enters the LaTeX only through tex.js `texText`.
+// An equation is DOM nodes, never an HTML string: its prose is text (a class's label, from the
+// model, stays a label however it is spelled), with <sub>, <sup> and numbers made as elements.
 
+import { el } from "./dom.js";
 import { ffnEquations } from "./equations_ffn.js";
 import { visionEquations } from "./equations_vision.js";
 import { number } from "./format.js";
 import { parseStage } from "./stages.js";
-import { texHtml } from "./tex.js";
+import { tex, texText } from "./tex.js";
 
 /** A number as TeX, with the digits `number` prints: −1.2e−5 -> -1.2 \times 10^{-5}. */
 export function texNumber(value, digits = 4) {
@@ -39,10 +43,13 @@ export function texInteger(value) {
 // id 49,151, not "49,150" rounded), other constants at float32 precision.
 const num = (value) => `\\htmlClass{num}{${Number.isInteger(value) ? texInteger(value) : texConstant(value)}}`;
 const exact = num;
-const prose = (html) => (html ? ` <span class="eq-note">${html}</span>` : "");
+// A note is a string or a list of strings and nodes (el appends each as text or as itself).
+const prose = (note) => (note?.length ? [" ", el("span", { class: "eq-note" }, note)] : []);
 const range = (value, what = "values") =>
-  value?.min !== undefined ? ` <span class="range">${what} from ${htmlNum(value.min)} to ${htmlNum(value.max)}</span>` : "";
-const htmlNum = (value) => `<span class="num">${number(value)}</span>`;
+  value?.min !== undefined ? [" ", el("span", { class: "range" }, `${what} from `, shownNum(value.min), " to ", shownNum(value.max))] : [];
+const shownNum = (value) => el("span", { class: "num" }, number(value));
+const sub = (text) => el("sub", {}, text);
+const sup = (text) => el("sup", {}, text);
 const real = (rows, cols) => `\\mathbb{R}^{${rows} \\times ${cols}}`;
 const W = (name) => `W_{\\mathrm{${name}}}`;
 /** "+ b_name" where the layer has a bias (config qkv_bias, out_bias, ffn_bias, lm_head_bias). */
@@ -50,13 +57,17 @@ const plusBias = (present, name) => (present ? ` + b_{${name}}` : "");
 /** Whether value is √d (an embedding scale, or the inverse of T5's head input scale). */
 const isRootOf = (value, d) => Math.abs(value * value - d) < 1e-6 * d;
 
-/** An equation: the typeset LaTeX, its prose, the range of this step's values. */
+/** An equation as a DocumentFragment: the typeset LaTeX, its prose, the range of this step's values. */
 function eq(latex, note = "", value = null, what = "values") {
-  return texHtml(latex) + prose(note) + range(value, what);
+  const out = document.createDocumentFragment();
+  out.append(tex(latex), ...prose(note), ...range(value, what));
+  return out;
 }
 
 const NORM_NAME = { rmsnorm: "RMSNorm", layernorm: "LayerNorm" };
 const normName = (arch) => NORM_NAME[arch.norm] ?? arch.norm;
+/** The norm's name as LaTeX: \mathrm{RMSNorm}, or a name the page does not know as text. */
+const normTex = (arch) => (Object.hasOwn(NORM_NAME, arch.norm) ? `\\mathrm{${NORM_NAME[arch.norm]}}` : texText(arch.norm));
 
 /** norm(u) over its d features as nn/norms.py computes it: LayerNorm with the biased
  * variance (as torch) and ε inside the root; RMSNorm with no centring and no β. */
@@ -85,7 +96,7 @@ function normStep(arch, value) {
 function postNorm(arch, normed, output, value) {
   const which = arch.placement === "sandwich" ? "a sandwich: a norm before the sublayer and one after it" : "the only norm of the sublayer, on its output";
   return eq(
-    `${normed} = \\mathrm{${normName(arch)}}(${output}), \\quad ${normDefinition(arch, "u", false)}`,
+    `${normed} = ${normTex(arch)}(${output}), \\quad ${normDefinition(arch, "u", false)}`,
     `${which}; its own γ${momentsNote(arch) ? `; ${momentsNote(arch)}` : ""}`,
     value,
   );
@@ -108,7 +119,8 @@ const ACTIVATIONS = {
   geglu: GELU,
   geglu_tanh: GELU_TANH,
 };
-const activationName = (name) => ACTIVATIONS[name]?.[0] ?? `\\mathrm{${name.replace(/_/g, "\\_")}}`;
+/** An activation's name as LaTeX (inside \mathrm{}): its own, or a name the page does not know as text. */
+const activationName = (name) => (Object.hasOwn(ACTIVATIONS, name) ? ACTIVATIONS[name][0] : texText(name));
 
 // positions ---------------------------------------------------------------------------
 const SINUSOID_BASE = 10000; // nn/positions.py sinusoidal_table (Vaswani et al., 2017)
@@ -188,7 +200,7 @@ function projection(letter, arch, cross, layer = null) {
   const source = cross && letter !== "Q" ? "\\mathrm{enc}" : "\\hat{x}";
   const product = `${source}\\, W_{${letter}}${plusBias(a.qkv_bias, letter)}`;
   // q/k-norm (Qwen3): each head's q and k normalized over its d_head features, before RoPE
-  const normed = letter !== "V" && a.qk_norm ? `\\mathrm{${normName(arch)}}_{${letter.toLowerCase()}}(${product})` : product;
+  const normed = letter !== "V" && a.qk_norm ? `${normTex(arch)}_{${letter.toLowerCase()}}(${product})` : product;
   const made = letter !== "V" && isRope(arch, cross) ? `\\mathrm{RoPE}(${normed})` : normed;
   const shape = real(num(arch.d_model), `(${num(heads)} \\cdot ${num(a.d_head)})`);
   const angles = letter === "Q" && isRope(arch, cross) ? `, \\quad ${ropeAngles(arch, layer)}` : "";
@@ -216,18 +228,18 @@ function scores({ arch, value, cross, stage }) {
   if (Math.abs(scale * Math.sqrt(e) - 1) < 1e-6) {
     latex = `S = \\dfrac{${qk}}{\\sqrt{d_{\\mathrm{head}}}}${bias} = \\dfrac{${qk}}{\\sqrt{${num(e)}}}${bias} = \\dfrac{${qk}}{${num(Math.sqrt(e))}}${bias}`;
     // Vaswani et al. (2017): dot products of d_head terms grow like √d_head.
-    note = `divided by √${e} so that the spread of the scores does not grow with d<sub>head</sub>`;
+    note = [`divided by √${e} so that the spread of the scores does not grow with d`, sub("head")];
   } else if (scale === 1) {
     latex = `S = ${qk}${bias}`;
     note = "not scaled: attn_scale = 1";
   } else {
     latex = `S = ${num(scale)}\\, ${qk}${bias}`;
-    note = `scaled by attn_scale = ${htmlNum(scale)}`;
+    note = ["scaled by attn_scale = ", shownNum(scale)];
   }
   if (biased) {
     const [definition, words] = positionBias(arch, Boolean(stackOf(arch, stage)?.causal));
     latex += `, \\quad ${definition}`;
-    note += `; ${words}`;
+    note = [note, `; ${words}`];
   }
   return eq(latex, note, value, "scores");
 }
@@ -256,12 +268,12 @@ function mask({ arch, stage }) {
 
 function residual(arch, added, value) {
   if (arch.placement === "sandwich" || arch.placement === "output") {
-    return eq(`x \\gets x + \\mathrm{${normName(arch)}}(${added})`, "the sublayer's output, normed, added to the stream", value);
+    return eq(`x \\gets x + ${normTex(arch)}(${added})`, "the sublayer's output, normed, added to the stream", value);
   }
   return arch.placement === "pre"
     ? eq(`x \\gets x + ${added}`, "", value)
     : eq(
-        `x \\gets \\mathrm{${normName(arch)}}(u), \\quad u = x + ${added}, \\quad ${normDefinition(arch, "u", false)}`,
+        `x \\gets ${normTex(arch)}(u), \\quad u = x + ${added}, \\quad ${normDefinition(arch, "u", false)}`,
         `post-norm: the sum normalized; ${momentsNote(arch)}`.replace(/; $/, ""),
         value,
       );
@@ -290,7 +302,7 @@ function embedOut({ arch, value, sizes }) {
   }
   let latex = `x = ${terms.join(" + ")}`;
   if (arch.embeddings.norm) {
-    latex = `x = \\mathrm{${normName(arch)}}(u), \\quad u = ${terms.join(" + ")}, \\quad \\varepsilon = ${exact(arch.norm_eps)}`;
+    latex = `x = ${normTex(arch)}(u), \\quad u = ${terms.join(" + ")}, \\quad \\varepsilon = ${exact(arch.norm_eps)}`;
     notes.push(`a ${normName(arch)} right after the embeddings`);
   }
 
@@ -317,7 +329,7 @@ function logits({ arch, value }, name = "\\mathrm{logits}") {
   if (arch.capabilities.masked_lm) {
     const act = activationName(arch.ffn.activation);
     return eq(
-      `${name} = \\mathrm{${normName(arch)}}\\bigl(\\mathrm{${act}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${matrix} + b_{\\mathrm{vocab}},` +
+      `${name} = ${normTex(arch)}\\bigl(\\mathrm{${act}}(${x}\\, ${W("dense")} + b_{\\mathrm{dense}})\\bigr)\\, ${matrix} + b_{\\mathrm{vocab}},` +
         ` \\quad ${shape}, \\quad \\varepsilon = ${exact(arch.norm_eps)}`,
       `the masked-LM head; ${tied}`,
       value,
@@ -328,11 +340,11 @@ function logits({ arch, value }, name = "\\mathrm{logits}") {
   if (head.input_scale !== 1) {
     const root = isRootOf(1 / head.input_scale, arch.d_model);
     input = `${root ? `\\tfrac{1}{\\sqrt{${d}}}` : num(head.input_scale)}\\, ${x}`;
-    scaled = root ? "; the stream first scaled by d<sub>model</sub><sup>−1/2</sup> (T5)" : "; the stream first scaled (lm_head_input_scale)";
+    scaled = root ? ["; the stream first scaled by d", sub("model"), sup("−1/2"), " (T5)"] : "; the stream first scaled (lm_head_input_scale)";
   }
   return eq(
     `${name} = ${input}\\, ${matrix}${plusBias(head.bias, "U")}, \\quad ${shape}`,
-    `one score per vocabulary entry; ${tied}${scaled}`,
+    [`one score per vocabulary entry; ${tied}`, scaled],
     value,
   );
 }
@@ -356,7 +368,7 @@ const EQUATION = {
   "embed.tokens": ({ arch, value }) =>
     eq(
       `x_i = ${scaledTokens(arch, "\\mathrm{id}_i")}, \\quad E \\in ${real(num(arch.vocab_size), num(arch.d_model))}`,
-      arch.embeddings.scale === 1 ? "" : "each token's vector scaled by √d<sub>model</sub>, as in the original Transformer",
+      arch.embeddings.scale === 1 ? "" : ["each token's vector scaled by √d", sub("model"), ", as in the original Transformer"],
       value,
     ),
   "embed.positions": ({ arch, value }) =>
@@ -380,7 +392,7 @@ const EQUATION = {
   "attn.pattern": ({ sizes, value }) =>
     eq(
       "A_{ij} = \\operatorname{softmax}_j(S_{ij}) = \\dfrac{e^{S_{ij}}}{\\sum_{k} e^{S_{ik}}}",
-      `${htmlNum(sizes.h)} heads × ${htmlNum(sizes.t)} rows, each summing to 1`,
+      [shownNum(sizes.h), " heads × ", shownNum(sizes.t), " rows, each summing to 1"],
       value,
       "weights",
     ),
@@ -415,15 +427,15 @@ const EQUATION = {
     const c = arch.classifier.classes.length;
     return eq(
       `z = p\\, ${W("c")} + b_c, \\quad ${W("c")} \\in ${real(num(arch.d_model), num(c))}, \\quad P(\\text{class } k) = \\operatorname{softmax}(z)_k`,
-      `one score per class: ${arch.classifier.classes.join(", ")}`,
+      `one score per class: ${arch.classifier.classes.join(", ")}`, // labels from the model: text
       value,
     );
   },
-  ...visionEquations({ eq, num, real, W }), // a vision transformer's image, patches and [CLS]
+  ...visionEquations({ eq, num, real, W, sub }), // a vision transformer's image, patches and [CLS]
 };
 
-/** The step's equation as HTML, or "" for a kind with none. */
+/** The step's equation as DOM nodes (a DocumentFragment), or null for a kind with none. */
 export function equation(kind, ctx) {
   const make = EQUATION[kind];
-  return make ? make(ctx) : "";
+  return make ? make(ctx) : null;
 }

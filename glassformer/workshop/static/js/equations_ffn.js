@@ -4,7 +4,8 @@
 // modules share one way of typesetting a model's numbers.
 
 /**
- * The templates by step kind. helpers: {eq(latex, note, value), num(value), real(rows, cols),
+ * The templates by step kind. helpers: {eq(latex, note, value) (note: text, or a list of
+ * text and nodes; never HTML), num(value), real(rows, cols),
  * W(name), plusBias(present, name), ACTIVATIONS (name -> [tex name, definition, note]),
  * activationName(name)}.
  */
@@ -18,7 +19,7 @@ export function ffnEquations({ eq, num, real, W, plusBias, ACTIVATIONS, activati
 
   function ffnAct({ arch, value }) {
     const f = arch.ffn;
-    const [name, definition, note] = ACTIVATIONS[f.activation] ?? [activationName(f.activation), "", ""];
+    const [name, definition, note] = Object.hasOwn(ACTIVATIONS, f.activation) ? ACTIVATIONS[f.activation] : [activationName(f.activation), "", ""];
     const latex = f.gated
       ? `a = \\mathrm{${name}}(z) \\odot (\\hat{x}\\, ${W("up")}${plusBias(f.bias, "\\mathrm{up}")})`
       : `a = \\mathrm{${name}}(z)`;

@@ -6,9 +6,10 @@
 // of typesetting a model's number and neither imports the other's table.
 
 /**
- * The templates by name. helpers: {eq(latex, note, value), num(value), real(rows, cols), W(name)}.
+ * The templates by name. helpers: {eq(latex, note, value) (note: text, or a list of text and
+ * nodes; never HTML), num(value), real(rows, cols), W(name), sub(text) (a <sub> node)}.
  */
-export function visionEquations({ eq, num, real, W }) {
+export function visionEquations({ eq, num, real, W, sub }) {
   const sizes = (arch) => {
     const v = arch.vision;
     return { c: v.channels, h: v.image_size, p: v.patch_size, across: v.image_size / v.patch_size, n: v.patches, d: arch.d_model };
@@ -27,7 +28,7 @@ export function visionEquations({ eq, num, real, W }) {
       const window = "x[:,\\, P r : P (r + 1),\\, P c : P (c + 1)]";
       return eq(
         `p_i = \\operatorname{flatten}(${window})\\, ${W("patch")}^{\\top} + b, \\quad i = ${num(across)}\\, r + c, \\quad ${W("patch")} \\in ${real(num(d), `(${num(c)} \\cdot ${num(p)} \\cdot ${num(p)})`)}`,
-        `a convolution with a ${p} × ${p} kernel and stride ${p}: its windows tile the image, and each of its ${d} kernels is a row of W<sub>patch</sub>`,
+        [`a convolution with a ${p} × ${p} kernel and stride ${p}: its windows tile the image, and each of its ${d} kernels is a row of W`, sub("patch")],
         value,
       );
     },
@@ -35,7 +36,7 @@ export function visionEquations({ eq, num, real, W }) {
       const { n, d } = sizes(arch);
       return eq(
         `z = [${patchList(n)}] \\in ${real(num(n + 1), num(d))}`,
-        "x<sub>cls</sub>: a learned vector, the same for every image; the classifier reads its last state",
+        ["x", sub("cls"), ": a learned vector, the same for every image; the classifier reads its last state"],
         value,
       );
     },

@@ -44,8 +44,17 @@ async function showSource(name) {
   }
 }
 
+/** A lesson's Markdown cell as elements: the one markup the page parses from a string. It is
+ * the server's rendering (lesson_pages.py) of the package's own lesson files, with raw HTML
+ * off, so every text in it (a link's model name included) came escaped by markdown-it; what
+ * a lesson's code prints is never in it (showOutputs sets that as text). DOMParser runs no
+ * script and loads nothing while it parses. */
+function lessonMarkup(html) {
+  return new DOMParser().parseFromString(html, "text/html").body.childNodes;
+}
+
 function markdownCell(cell) {
-  const node = el("div", { class: "lesson-text", html: cell.html });
+  const node = el("div", { class: "lesson-text" }, ...lessonMarkup(cell.html));
   typeset(node);
   for (const link of node.querySelectorAll("a.code-link")) {
     link.addEventListener("click", (event) => {

@@ -1,13 +1,17 @@
 // Equations typeset by KaTeX, vendored under static/vendor/katex (scripts/vendor_katex.sh):
-//   tex("x^2", {display: false})      -> a <span> holding the typeset equation
-//   texHtml("x^2", {display: false})  -> the same as an HTML string (for `el(..., {html})`)
-// A formula KaTeX cannot read is a bug in the page, never something to hide: it shows as
-// a red `.katex-error` with its source, and goes to the console, where the tests look.
+//   tex("x^2", {display: false})  -> a <span> holding the typeset equation (a DOM node, never
+//                                    an HTML string: the page sets no markup from data)
+//   texText("a_b {c}")            -> "\text{a\_b \{c\}}": any string from a model, a run or
+//                                    a request, made one piece of text inside a formula
+// A formula is the page's own LaTeX; a string from data enters it only through `texText`, so it
+// can call no command (\htmlClass, \href, \def) and close no group. A formula KaTeX cannot
+// read is a bug in the page, never something to hide: it shows as a red `.katex-error` with its
+// source (as text), and goes to the console, where the tests look.
 
 import katex from "../vendor/katex/katex.mjs";
 
 // \htmlClass{num}{0.3536} marks a number taken from this input (styled, and read by the
-// tests); nothing else that needs `trust` is allowed.
+// tests); nothing else that needs `trust` is allowed (no \href, \url, \htmlData, \includegraphics).
 const TRUSTED = new Set(["\\htmlClass"]);
 
 const OPTIONS = {
@@ -39,7 +43,28 @@ export function tex(latex, { display = false } = {}) {
   return node;
 }
 
-/** `tex` as an HTML string, for code that builds its markup as text. */
-export function texHtml(latex, options = {}) {
-  return tex(latex, options).outerHTML;
+// Each of LaTeX's special characters as text-mode LaTeX that prints it (KaTeX defines each).
+const TEXT_ESCAPES = {
+  "\\": "\\textbackslash{}",
+  "{": "\\{",
+  "}": "\\}",
+  $: "\\$",
+  "&": "\\&",
+  "#": "\\#",
+  "%": "\\%",
+  _: "\\_",
+  "^": "\\textasciicircum{}",
+  "~": "\\textasciitilde{}",
+  // not special, but joined into ligatures ("--" an en dash, "``" a double quote): kept apart
+  // (KaTeX still prints ` and ' as the typographic quotes ‘ ’, as LaTeX does)
+  "-": "-{}",
+  "`": "`{}",
+  "'": "'{}",
+};
+const TEXT_SPECIAL = /[\\{}$&#%_^~`'-]/g;
+
+/** Any string as LaTeX that prints exactly it, upright: a label, a token, a name from data.
+ * texText("<b>x_1</b>") -> "\text{<b>x\_1</b>}" (KaTeX draws "<" as text; nothing is markup). */
+export function texText(text) {
+  return `\\text{${String(text).replace(TEXT_SPECIAL, (c) => TEXT_ESCAPES[c])}}`;
 }

@@ -77,7 +77,7 @@ function stepRow(stage, view) {
   if (level === "beginner") notes.push(el("p", { class: "step-explain" }, stage.words));
   else {
     const maths = equation(stage.equation, ctx);
-    if (maths) notes.push(el("p", { class: "step-eq", html: maths }));
+    if (maths) notes.push(el("p", { class: "step-eq" }, maths));
   }
   const lessons = lessonLinks(view.lessonsFor?.(kind) ?? []);
   if (lessons) notes.push(lessons);
