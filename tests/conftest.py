@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 # Reference libraries (transformers, sentence-transformers) read local files only: the
 # tests never touch the network.
@@ -14,6 +15,14 @@ import torch  # noqa: E402
 import glassformer as gf  # noqa: E402
 
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi", "t5_relative", "none")
+
+
+def pytest_configure(config) -> None:
+    """Ctrl-C reaches the trainers the tests start. A shell's background job (``make test &``
+    in a script, nohup) starts pytest with SIGINT ignored, and a process inherits that: every
+    trainer would ignore the lab's Stop, and be killed, with no checkpoint, STOP_WAIT_S later."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def tiny(**overrides) -> gf.ModelConfig:

@@ -162,6 +162,7 @@ def test_training_mode_and_switched_off_fast_paths_are_not_served():
     assert "switched off" in fast_decode.unsupported(net)
 
 
+@pytest.mark.slow
 def test_smollm2_greedy_on_20_prompts_equals_the_plain_path():
     lm = gf.load("smollm2-135m-instruct")
     starts = (

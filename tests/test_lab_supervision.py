@@ -3,7 +3,9 @@ kill -9) adopts a trainer it finds running, a paused one too, and pauses, resume
 it by pid; nothing starts or continues while a trainer holds a directory; a damaged run is
 listed with its reason and skipped by the workshop's default models; a bad line in a file
 the lab streams becomes a ``problem`` event and the stream goes on. Real trainer processes,
-all under tmp_path, all ended by the test (`tests.trainer_processes.swept`)."""
+all under tmp_path, all ended by the test (`tests.trainer_processes.swept`). Each wait ends
+when what it waits for happens, with a deadline only a failure reaches (`TIMEOUT_S`): a
+slower machine makes them longer, never red."""
 
 from __future__ import annotations
 
@@ -16,19 +18,23 @@ import pytest
 
 from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE, WEIGHTS
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.train.checkpoint import save_checkpoint
+from glassformer.train.checkpoint import checkpoint_step, save_checkpoint
 from glassformer.train.run_lock import holder, process_stat
-from glassformer.workshop.lab import Lab
+from glassformer.workshop import lab as lab_module
+from glassformer.workshop.lab import SHUTDOWN_WAIT_S, Lab
 from glassformer.workshop.lab_routes import _follow
 from tests.conftest import tiny_model
-from tests.trainer_processes import progress_size, swept, trainer, wait_for, wait_for_steps
+from tests.trainer_processes import TIMEOUT_S, progress_size, swept, trainer, wait_for, wait_for_steps
 
 FIELDS = {"model.d_model": 32, "train.steps": 100_000, "train.eval_interval": 10_000}
 
 
 @pytest.fixture
-def labs(tmp_path):
-    """Labs over tmp_path/runs; every trainer they or the test started is ended afterwards."""
+def labs(tmp_path, monkeypatch):
+    """Labs over tmp_path/runs; every trainer they or the test started is ended afterwards.
+    Stop waits for the trainer's checkpoint as long as it takes (its kill after
+    `lab.STOP_WAIT_S` would be a failure here, on a slow machine too)."""
+    monkeypatch.setattr(lab_module, "STOP_WAIT_S", TIMEOUT_S)
     made: list[Lab] = []
 
     def lab() -> Lab:
@@ -41,19 +47,25 @@ def labs(tmp_path):
 
 def steps_go_on(run) -> bool:
     size = progress_size(run)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if progress_size(run) > size:
-            return True
-        time.sleep(0.1)
-    return False
+    wait_for(lambda: progress_size(run) > size, f"more steps in {run}")
+    return True
 
 
-def steps_stand_still(run) -> bool:
-    time.sleep(0.3)  # a step in flight may still land
+def steps_stand_still(run, pid: int) -> bool:
+    wait_for(lambda: process_stat(pid)[0] == "T", f"process {pid} to stop")  # then no step can land
     size = progress_size(run)
     time.sleep(1.0)
     return progress_size(run) == size
+
+
+def last_step(run) -> int:
+    return json.loads((run / PROGRESS).read_text().splitlines()[-1])["step"]
+
+
+def saved_on_stop(run, before: int) -> bool:
+    """Whether the run's checkpoint is the one its Ctrl-C saved: at or after ``before``, the
+    last step logged before it was asked to stop (the first checkpoint is step 0's)."""
+    return (run / TRAINER_STATE).exists() and checkpoint_step(run) >= before > 0
 
 
 def test_a_restarted_lab_adopts_the_orphaned_run_and_pauses_resumes_and_stops_it(labs, tmp_path):
@@ -87,12 +99,13 @@ def test_a_restarted_lab_adopts_the_orphaned_run_and_pauses_resumes_and_stops_it
             refused()
 
     assert lab.pause()["status"] == "paused" and process_stat(pid)[0] == "T"
-    assert steps_stand_still(run)
+    assert steps_stand_still(run, pid)
     assert lab.resume()["status"] == "running"
     assert steps_go_on(run)
+    before = last_step(run)
     state = lab.stop()
     assert state["status"] == "stopped" and not lab.trainer.alive()
-    assert (run / TRAINER_STATE).exists() and holder(run) is None  # its checkpoint, and the lock let go
+    assert saved_on_stop(run, before) and holder(run) is None  # its checkpoint, and the lock let go
     with pytest.raises(ValueError, match="no run is training now: nothing to pause"):
         lab.pause()
 
@@ -113,8 +126,9 @@ def test_a_paused_orphan_is_adopted_paused_then_resumed_and_stopped(labs, tmp_pa
     assert lab.resume()["status"] == "running"
     assert steps_go_on(run)
     assert lab.pause()["status"] == "paused"
+    before = last_step(run)
     assert lab.stop()["status"] == "stopped"  # continued, so that it could save and exit
-    assert (run / TRAINER_STATE).exists() and holder(run) is None
+    assert saved_on_stop(run, before) and holder(run) is None
 
 
 def test_a_run_the_command_line_started_is_adopted_and_left_running_at_shutdown(labs, tmp_path):
@@ -133,8 +147,8 @@ def test_a_run_the_command_line_started_is_adopted_and_left_running_at_shutdown(
             lab.start("induction", FIELDS)
         started = time.monotonic()
         lab.shutdown()
-        assert time.monotonic() - started < 2 and cli.poll() is None  # not this server's to stop
-        assert lab.stop()["status"] == "stopped" and cli.wait(30) == 130
+        assert time.monotonic() - started < SHUTDOWN_WAIT_S and cli.poll() is None  # not the server's
+        assert lab.stop()["status"] == "stopped" and cli.wait(TIMEOUT_S) == 130
 
 
 def test_shutdown_asks_the_lab_s_run_to_stop_and_returns_within_two_seconds(labs, tmp_path):
@@ -143,11 +157,12 @@ def test_shutdown_asks_the_lab_s_run_to_stop_and_returns_within_two_seconds(labs
     run = tmp_path / "runs" / "induction-lab"
     wait_for_steps(run)
     lab.pause()
+    before = last_step(run)
     started = time.monotonic()
     lab.shutdown()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < SHUTDOWN_WAIT_S + 1.0  # it asks, waits that long, and goes
     wait_for(lambda: not lab.trainer.alive(), "the run to save and exit on its own")
-    assert lab.state()["status"] == "stopped" and (run / TRAINER_STATE).exists()
+    assert lab.state()["status"] == "stopped" and saved_on_stop(run, before)
 
 
 def tiny_run(folder):
@@ -195,7 +210,7 @@ def follow_until(lab: Lab, run: str, until) -> list[tuple[str, object]]:
                 await stream.aclose()
                 return events
 
-    return asyncio.run(asyncio.wait_for(collect(), 30))
+    return asyncio.run(asyncio.wait_for(collect(), TIMEOUT_S))
 
 
 def test_a_bad_line_becomes_a_problem_event_and_the_stream_goes_on(labs, tmp_path):

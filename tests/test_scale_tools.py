@@ -80,6 +80,7 @@ def test_a_trainer_with_checkpointing_trains_as_the_plain_one(tmp_path):
         assert a == pytest.approx(b, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_compiled_training_gives_the_eager_losses(tmp_path):
     eager = make_trainer(tiny_run(tmp_path, steps=3, dtype="float32"), tmp_path, "eager")
     compiled_run = tiny_run(tmp_path, steps=3, dtype="float32", compile="true")

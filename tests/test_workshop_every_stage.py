@@ -22,7 +22,7 @@ def expected_map(shape: list[int], trace_name: str) -> tuple[int, int]:
     return rows, cols if per_token_columns else min(cols, FIRST_FEATURES)
 
 
-@pytest.mark.parametrize("name", ["tiny", "encoder", "seq2seq"])
+@pytest.mark.parametrize("name", ["tiny", "encoder", pytest.param("seq2seq", marks=pytest.mark.slow)])
 def test_every_stage_expands_with_its_whole_tensor(workshop, models, name):  # noqa: F811
     page, lm = workshop.page, models[name]
     workshop.open(model=name, text=TEXT, level="advanced")

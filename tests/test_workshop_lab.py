@@ -1,7 +1,8 @@
 """The training lab's API against real training processes (the `induction` preset, made
 small): start, refuse a second run, pause and resume, follow the run's events, stop with a
 checkpoint and go on from it; follow a run the command line started. Every run lives under
-the test's tmp_path."""
+the test's tmp_path. Each wait ends when what it waits for happens; its deadline
+(`trainer_processes.TIMEOUT_S`) is reached only by a failure, however slow the machine."""
 
 from __future__ import annotations
 
@@ -18,13 +19,16 @@ import pytest
 from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
 from glassformer.inspect.film import read_film
 from glassformer.train import checkpoint
+from glassformer.train.run_lock import process_stat
+from glassformer.workshop import lab as lab_module
 from glassformer.workshop.server import create_app
+from glassformer.workshop.trainer_process import descendants
 from tests import trainer_processes
 from tests.test_workshop_api import char_lm
 from tests.workshop_server import auth, serving
 
 SMALL = {"train.steps": 40, "train.eval_interval": 10, "model.d_model": 32}
-TIMEOUT_S = 120
+TIMEOUT_S = trainer_processes.TIMEOUT_S
 
 
 def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -40,6 +44,20 @@ def call(url: str, path: str, body: dict | None = None) -> tuple[int, dict]:
 
 def wait_for(condition, what: str) -> None:
     trainer_processes.wait_for(condition, what, TIMEOUT_S)
+
+
+def stands_still(progress, pid: int) -> bool:
+    """Whether no step lands once the trainer ``pid`` and every process below it (torchrun's
+    ranks) are stopped: waited for, so that no step in flight can land after."""
+
+    def stopped() -> bool:  # a process that has ended writes nothing either
+        states = [process_stat(process) for process in [pid, *descendants(pid)]]
+        return all(state is None or state[0] == "T" for state in states)
+
+    wait_for(stopped, f"process {pid} and its ranks to stop")
+    size = progress.stat().st_size
+    time.sleep(1.0)
+    return progress.stat().st_size == size
 
 
 def events(url: str, run: str, until) -> dict[str, list]:
@@ -60,7 +78,8 @@ def events(url: str, run: str, until) -> dict[str, list]:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, monkeypatch):
+    monkeypatch.setattr(lab_module, "STOP_WAIT_S", TIMEOUT_S)  # Stop waits for the checkpoint, never kills
     app = create_app({"tiny": char_lm()}, runs_root=tmp_path / "runs")
     with serving(app) as url:
         yield url, tmp_path / "runs"
@@ -107,11 +126,10 @@ def test_pause_resume_stop_and_go_on_from_the_checkpoint(lab):
     wait_for(lambda: progress.exists() and progress.stat().st_size > 0, "the first steps")
     busy = call(url, "api/lab/estimate", {"preset": "induction", "fields": {"model.d_model": 48}})
     assert busy == (200, {"seconds": None, "reason": "measured once no run is training"})  # it would slow it
-    assert call(url, "api/lab/pause", {})[1]["status"] == "paused"
-    time.sleep(0.5)  # a step in flight may still land
+    paused = call(url, "api/lab/pause", {})[1]
+    assert paused["status"] == "paused"
+    assert stands_still(progress, paused["pid"])  # paused: not a step more
     size = progress.stat().st_size
-    time.sleep(1.0)
-    assert progress.stat().st_size == size  # paused: not a step more
     assert call(url, "api/lab/resume", {})[1]["status"] == "running"
     wait_for(lambda: progress.stat().st_size > size, "steps after resuming")
     status, state = call(url, "api/lab/stop", {})
@@ -135,11 +153,10 @@ def test_a_run_on_two_processes_pauses_and_stops_as_one_with_a_checkpoint(lab):
     assert status == 200 and state["status"] == "running", state
     progress = runs / "induction-lab" / PROGRESS
     wait_for(lambda: progress.exists() and progress.stat().st_size > 0, "the first steps")
-    assert call(url, "api/lab/pause", {})[1]["status"] == "paused"  # torchrun's agent and both ranks
-    time.sleep(0.5)  # a step in flight may still land
+    paused = call(url, "api/lab/pause", {})[1]
+    assert paused["status"] == "paused"
+    assert stands_still(progress, paused["pid"])  # torchrun's agent and both ranks
     size = progress.stat().st_size
-    time.sleep(1.0)
-    assert progress.stat().st_size == size
     assert call(url, "api/lab/resume", {})[1]["status"] == "running"
     wait_for(lambda: progress.stat().st_size > size, "steps after resuming")
     state = call(url, "api/lab/stop", {})[1]

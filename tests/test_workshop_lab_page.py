@@ -16,10 +16,11 @@ from glassformer.inspect.film import read_film
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import char_lm
 from tests.test_workshop_page import BROWSER_400, Workshop
-from tests.workshop_server import auth, serving
+from tests.trainer_processes import TIMEOUT_S
+from tests.workshop_server import auth, serving, wait_until
 
 STEPS, EVAL = 60, 15
-WAIT_MS = 120_000
+WAIT_MS = TIMEOUT_S * 1000  # each wait ends when the page gets there: only a failure reaches this
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def lab_page(browser, tmp_path):
         headers = {"Content-Type": "application/json", **auth(url)}
         stop = urllib.request.Request(f"{url}api/lab/stop", data=b"{}", method="POST", headers=headers)
         with contextlib.suppress(urllib.error.HTTPError):  # 400: nothing was running
-            urllib.request.urlopen(stop, timeout=60)
+            urllib.request.urlopen(stop, timeout=TIMEOUT_S)
 
 
 def test_each_preset_tells_its_time_here_measuring_first(lab_page):
@@ -43,24 +44,20 @@ def test_each_preset_tells_its_time_here_measuring_first(lab_page):
     held = []  # the first estimate's request, held: the page says it is measuring meanwhile
     page.route("**/api/lab/estimate", lambda route: held.append(route) if not held else route.continue_())
     page.goto(f"{lab.base}lab")
-    page.wait_for_function("() => document.querySelector('#preset-estimate')?.textContent === 'measuring…'")
+    wait_until(page, "() => document.querySelector('#preset-estimate')?.textContent === 'measuring…'")
     held[0].continue_()
     page.wait_for_selector("#preset-estimate[data-seconds]", state="attached")
     seconds = float(page.get_attribute("#preset-estimate", "data-seconds"))
     assert seconds > 0 and "steps ×" in page.get_attribute("#preset-estimate", "title")
     page.fill('[name="train.steps"]', "1200")  # twice the preset's 600
     page.dispatch_event('[name="train.steps"]', "change")
-    page.wait_for_function(
-        f"() => document.querySelector('#preset-estimate').dataset.seconds > {1.5 * seconds}"
-    )
+    wait_until(page, f"() => document.querySelector('#preset-estimate').dataset.seconds > {1.5 * seconds}")
     doubled = float(page.get_attribute("#preset-estimate", "data-seconds"))
     assert doubled == pytest.approx(2 * seconds)
     page.fill('[name="model.n_heads"]', "3")  # 64 is not divisible by 3: told before Start
     page.dispatch_event('[name="model.n_heads"]', "change")
     page.wait_for_selector("#preset-estimate:not([data-seconds])", state="attached")
-    page.wait_for_function(
-        "() => document.querySelector('#preset-estimate').textContent.includes('no model')"
-    )
+    wait_until(page, "() => document.querySelector('#preset-estimate').textContent.includes('no model')")
     lab.close(allowed_errors=(BROWSER_400,))  # the refused settings' answer
 
 
@@ -110,7 +107,7 @@ def test_start_watch_pause_resume_and_scrub_the_film(lab_page):
     page.fill('[name="model.n_layers"]', "3")  # another model's time: not measured beside the run
     page.dispatch_event('[name="model.n_layers"]', "change")
     page.wait_for_selector("#preset-estimate:text('measured once no run is training')")
-    page.wait_for_function("Number(document.querySelector('#charts').dataset.points) >= 5")
+    wait_until(page, "Number(document.querySelector('#charts').dataset.points) >= 5")
     assert page.locator('#charts [data-chart="loss"] polyline').count() >= 1
     page.click("#pause")
     page.wait_for_selector('body[data-state="paused"]', state="attached")

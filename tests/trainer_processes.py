@@ -17,7 +17,10 @@ from glassformer.formats.run_directory import PROGRESS
 from glassformer.train.run_lock import holder, process_stat
 
 TINY = {"model.d_model": 32, "train.eval_interval": 100_000, "train.steps": 100_000}
-TIMEOUT_S = 60
+# Every wait ends as soon as what it waits for happens; this deadline is reached only when that
+# never comes (a failure). A trainer starts in ~3 s here and saves and exits on Ctrl-C in ~1 s;
+# the slowest CPU the suite runs on takes ten times as long, and a loaded one longer still.
+TIMEOUT_S = 300
 
 
 def train_command(out: Path, *flags: str, **fields: object) -> list[str]:

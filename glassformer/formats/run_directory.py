@@ -15,7 +15,9 @@ A run directory (written by `glassformer.train.checkpoint.save_checkpoint`) hold
                         (`glassformer.train.run_lock`)
 
 `read_run` reads the first three: the network and its tokenizer, nothing of the trainer;
-`damage` says, without building anything, why they could not be read.
+`damage` says, without building anything, why they could not be read. A run may come from
+anywhere, so each file is read within its limit (`MAX_BYTES`), as a regular file inside the
+run, without ever blocking (`glassformer.formats.bounded_read`).
 The model is built without random initialization and each tensor is read from the file
 straight into its parameter (`glassformer.formats.safetensors_file`), so loading peaks
 near one copy of the weights. Every tensor's name and shape is checked against the config
@@ -25,6 +27,7 @@ first, and reading never writes to the directory.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ import torch
 from torch import nn
 
 from glassformer.config import ModelConfig
+from glassformer.formats.bounded_read import checked, open_confined, read_bounded
 from glassformer.formats.safetensors_file import SafetensorsFile
 from glassformer.models import TransformerModel, build
 from glassformer.models.size import check_size
@@ -49,6 +53,19 @@ FILM = "film.jsonl"
 LOCK = "trainer.lock"
 DISTRIBUTED = "distributed"  # a distributed run's DCP checkpoints (glassformer.train.distributed_checkpoint)
 RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM, LOCK)
+
+MiB = 1 << 20
+# The most bytes a run file that is read whole can be: past it, a file is damage, refused
+# before it is read (a link to /dev/zero, a sparse file of 300 MB).
+MAX_BYTES = {
+    CONFIG: 1 * MiB,  # a ModelConfig is ~2 KB
+    TRAIN_CONFIG: 1 * MiB,  # the run's settings, ~2 KB
+    TOKENIZER: 64 * MiB,  # HF's tokenizer.json: Qwen2's 7 MB, Llama 3's 9 MB, Gemma 3's 33 MB
+    METRICS: 64 * MiB,  # ~300 bytes an evaluation
+    LOCK: 4096,  # {"pid": ..., "started": ...}
+}
+JSON_BYTES = 1 * MiB  # another JSON file of a run
+WEIGHTS_HEADER_BYTES = 16 * MiB  # model.safetensors' JSON header: ~150 bytes a tensor
 
 
 def read_run(
@@ -102,9 +119,40 @@ def damage(run_dir: str | Path) -> str | None:
         _open_weights(run_dir)
         if (run_dir / TOKENIZER).exists():
             read_json(run_dir / TOKENIZER)
-    except (OSError, ValueError) as error:
-        return str(error)
+    except Exception as error:  # anything a damaged run makes a reader raise is its reason
+        return reason(error)
     return None
+
+
+class Damages:
+    """`damage` of each run directory it is asked about, read again only when one of the files
+    it reads has changed (the lab lists its runs every few seconds, and a tokenizer.json may
+    be tens of MB): ``damages(run_dir)``."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple, str | None]] = {}  # run -> (its files' stat, damage)
+
+    def __call__(self, run_dir: str | Path) -> str | None:
+        run_dir, files = Path(run_dir), []
+        for name in (CONFIG, WEIGHTS, TOKENIZER):
+            try:
+                status = (run_dir / name).stat()
+                files.append((status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns))
+            except OSError:
+                files.append(None)
+        seen = self._seen.get(run_dir)
+        if seen is None or seen[0] != tuple(files):
+            seen = self._seen[run_dir] = (tuple(files), damage(run_dir))
+        return seen[1]
+
+
+def reason(error: Exception) -> str:
+    """Why a run could not be read, in words, from the exception its reading raised."""
+    if isinstance(error, MemoryError):
+        return "reading it ran out of memory (MemoryError): its files are larger than a run's can be"
+    if isinstance(error, (OSError, ValueError)) and str(error):
+        return str(error)
+    return f"it could not be read ({type(error).__name__}: {error})"
 
 
 def unique_state_dict(net: nn.Module, copy: bool = True) -> dict[str, torch.Tensor]:
@@ -155,8 +203,12 @@ def read_tokenizer(run_dir: str | Path) -> Tokenizer | None:
 def _open_weights(run_dir: Path) -> SafetensorsFile:
     path = required_file(run_dir, WEIGHTS)
     try:
+        with os.fdopen(open_confined(path, inside=run_dir), "rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+        if length > WEIGHTS_HEADER_BYTES:  # parsed whole, on every listing of the runs
+            raise ValueError(f"a header of {length:,} bytes, over a run's {WEIGHTS_HEADER_BYTES:,}")
         return SafetensorsFile(path)  # checks the header against the file's size
-    except ValueError as error:
+    except (ValueError, RecursionError, MemoryError) as error:
         raise ValueError(
             f"{path} is damaged ({error}); it may have been cut short by an interrupted "
             "copy or download: copy the run again or re-save the checkpoint"
@@ -175,9 +227,12 @@ def existing_run_dir(run_dir: str | Path) -> Path:
 
 
 def required_file(run_dir: Path, name: str) -> Path:
-    """``run_dir / name``; FileNotFoundError naming the run files present when it is missing."""
+    """``run_dir / name``; FileNotFoundError naming the run files present when it is missing,
+    `RunFileRefused` when it is no regular file or a link out of the run (it is not opened)."""
     path = run_dir / name
-    if not path.is_file():
+    if path.exists():
+        checked(path, inside=run_dir)
+    else:
         present = sorted(p.name for p in run_dir.iterdir() if p.name in RUN_FILES)
         raise FileNotFoundError(
             f"{path} is missing, so {run_dir} is not a complete run directory (it has: "
@@ -187,10 +242,15 @@ def required_file(run_dir: Path, name: str) -> Path:
     return path
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; ValueError saying what is wrong with a damaged file."""
+def read_json(path: Path, limit: int | None = None) -> dict[str, Any]:
+    """The JSON object in ``path``, a regular file inside its folder of at most ``limit`` bytes
+    (by default its `MAX_BYTES`); ValueError saying what is wrong with a damaged file."""
+    path = Path(path)
+    limit = MAX_BYTES.get(path.name, JSON_BYTES) if limit is None else limit
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path, limit).decode("utf-8"))
+    except MemoryError:
+        raise ValueError(f"{path} holds more JSON than this machine can parse; it is damaged") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(
             f"{path} is not valid JSON ({error}); it was edited by hand or cut short: fix it, "

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from glassformer.formats.run_directory import METRICS, RUN_FILES, TRAIN_CONFIG, read_json
+from glassformer.formats.bounded_read import checked
+from glassformer.formats.run_directory import (
+    MAX_BYTES,
+    METRICS,
+    RUN_FILES,
+    TRAIN_CONFIG,
+    WEIGHTS,
+    read_json,
+    reason,
+)
 from glassformer.train.checkpoint import checkpoint_step
 from glassformer.train.metrics import read_metrics
 
@@ -33,7 +42,9 @@ def list_runs(root: str | Path) -> list[RunSummary]:
     """The run directories directly under ``root``, sorted by name; reads, never writes.
 
     A folder counts as a run if it holds any of the run files. A damaged file does not stop
-    the listing: it is reported in that run's ``problem``.
+    the listing: it is reported in that run's ``problem``. Each file is read as
+    `glassformer.formats.bounded_read` reads a run's: a FIFO, a device, a link out of the run
+    or a file over its size is a problem, never opened or read.
     """
     root = Path(root)
     if not root.is_dir():
@@ -46,15 +57,17 @@ def summarize(folder: Path) -> RunSummary:
     """The `RunSummary` of one run directory."""
     problem = preset = None
     try:
+        if (folder / METRICS).exists():  # checked before `read_metrics` opens it
+            checked(folder / METRICS, MAX_BYTES[METRICS], inside=folder)
         records = read_metrics(folder / METRICS)
-    except ValueError as error:
-        records, problem = [], str(error)
+    except Exception as error:  # anything a damaged file makes its reader raise is the run's problem
+        records, problem = [], reason(error)
     try:
         if (folder / TRAIN_CONFIG).exists():
             train_config = read_json(folder / TRAIN_CONFIG)
             preset = train_config.get("preset", train_config.get("name"))
-    except ValueError as error:
-        problem = str(error)
+    except Exception as error:
+        problem = reason(error)
     steps = [r["step"] for r in records if isinstance(r.get("step"), int) and not isinstance(r["step"], bool)]
     losses = [r["val_loss"] for r in records if isinstance(r.get("val_loss"), (int, float))]
     return RunSummary(
@@ -63,6 +76,16 @@ def summarize(folder: Path) -> RunSummary:
         step=steps[-1] if steps else None,
         best_val_loss=min(losses) if losses else None,
         preset=None if preset is None else str(preset),
-        checkpoint_step=checkpoint_step(folder),
+        checkpoint_step=_weights_step(folder),
         problem=problem,
     )
+
+
+def _weights_step(folder: Path) -> int | None:
+    """`checkpoint_step`, for weights that are a regular file inside the run (safetensors would
+    block on a FIFO, and follow a link anywhere)."""
+    try:
+        checked(folder / WEIGHTS, inside=folder)
+    except (OSError, ValueError):
+        return None
+    return checkpoint_step(folder)

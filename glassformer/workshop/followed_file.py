@@ -4,9 +4,12 @@ The lab streams ``progress.jsonl``, ``metrics.jsonl`` and ``film.jsonl`` to the 
 a trainer appends to them (`lab_routes`). Anything may turn up in them: a line a crash cut
 short, bytes that are not UTF-8, JSON nested 100,000 deep (json's parser recurses once per
 bracket, so that line raises RecursionError), a line of a gigabyte. The file may be
-replaced by a new run's, vanish, or become unreadable. Each bad line becomes a problem,
-``{"file": "progress.jsonl", "line": 7, "reason": "..."}``, and reading goes on with the
-next line; a file that cannot be read is a problem too (told once, not every poll).
+replaced by a new run's, vanish, or become unreadable, and a run from elsewhere may hold a
+FIFO or a link out of the run in its place: it is opened as every run file is
+(`glassformer.formats.bounded_read.open_confined`: never blocking, only a regular file inside
+the run). Each bad line becomes a problem, ``{"file": "progress.jsonl", "line": 7,
+"reason": "..."}``, and reading goes on with the next line; a file that cannot be read is a
+problem too (told once, not every poll).
 
     followed = FollowedFile(run / "progress.jsonl")
     reading = followed.read()        # Reading(records=[...], problems=[...], reset=False)
@@ -24,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from glassformer.formats.bounded_read import RunFileRefused, open_confined
 
 MAX_LINE_BYTES = 1_000_000  # a film frame is ~100 KB; a progress line ~150 bytes
 MAX_DEPTH = 64  # the run files nest 5 deep at most
@@ -61,7 +66,7 @@ class FollowedFile:
         """The records and problems of the lines completed since the last call."""
         reading = Reading()
         try:
-            with open(self.path, "rb") as handle:
+            with os.fdopen(open_confined(self.path), "rb") as handle:
                 status = os.fstat(handle.fileno())
                 identity = (status.st_dev, status.st_ino)
                 if self._identity not in (None, identity) or status.st_size < self.offset:
@@ -74,8 +79,8 @@ class FollowedFile:
                 self._start_again(reading)
                 self._identity = None
             return reading
-        except OSError as error:
-            reason = f"cannot be read: {error.strerror or error}"
+        except (OSError, RunFileRefused) as error:
+            reason = f"cannot be read: {getattr(error, 'strerror', None) or error}"
             if reason != self._unreadable:
                 reading.problems.append({"file": self.path.name, "line": None, "reason": reason})
             self._unreadable = reason

@@ -22,7 +22,8 @@ is, for the next server to adopt again: a server stops only what it started.
 
 What the page shows comes from the run directory, not the process (`followed_file`): so the
 page follows a run started from the command line too, and reconnects to one in progress. A
-damaged run is listed with the reason (`run_directory.damage`).
+damaged run is listed with the reason (`run_directory.damage`); a run's files are read without
+blocking, within their sizes (`glassformer.formats.bounded_read`), so any number of them is fine.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, damage
-from glassformer.models.size import ModelTooLarge, check_size
-from glassformer.train.pace import Pace, estimate_seconds, evaluations, measure
+from glassformer.formats.bounded_read import open_confined
+from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, Damages
+from glassformer.inspect.costs import training_bytes
+from glassformer.models.size import MEMORY_SHARE, ModelTooLarge, check_size, physical_memory
+from glassformer.train.pace import Pace, estimate_seconds, evaluations
+from glassformer.train.pace_child import measure_in_child
 from glassformer.train.run_lock import Holder, holder
 from glassformer.train.settings import (
     RunConfig,
@@ -63,6 +67,29 @@ LAB_SUFFIX = "-lab"
 DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minute here, and shows a head form
 STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
 SHUTDOWN_WAIT_S = 1.5  # the server stopping: how long it waits for the trainer (then leaves it)
+LOG_TAIL_BYTES = 65_536  # the end of a run's log the page shows (its last lines)
+
+
+PACE_SECONDS = 120.0  # the most that timing a preset's steps may take (`pace_child`)
+
+
+def training_memory(run) -> int:
+    """Bytes a training step of ``run`` holds: weights, gradients, optimizer state, activations
+    (`glassformer.inspect.costs.training_bytes`; a vocabulary of 256, as `check_size` counts)."""
+    config = run.model_config(vocab_size=256)
+    return training_bytes(config, run.train.context, run.train.batch_size, run.train.optimizer)
+
+
+def check_training_memory(run) -> None:
+    """`ModelTooLarge` when training ``run`` would take more than `MEMORY_SHARE` of this
+    machine's memory (counting what a step holds, not the weights alone)."""
+    memory, needed = physical_memory(), training_memory(run)
+    if memory is not None and needed > MEMORY_SHARE * memory:
+        raise ModelTooLarge(
+            f"training these settings holds about {needed / 2**30:,.1f} GiB (weights, gradients, "
+            f"optimizer state and activations), more than half of this machine's {memory / 2**30:,.0f} "
+            "GiB: make the model, the batch or the context smaller"
+        )
 
 
 class Lab:
@@ -75,6 +102,7 @@ class Lab:
         self._adopting = threading.Lock()  # routes read the state while an action runs
         self._measuring = threading.Lock()  # one pace measured at a time (`estimate`)
         self._paces: dict[tuple[str, str], Pace] = {}  # (preset, its model table) -> its pace here
+        self._damages = Damages()  # each run's `damage`, read again when its files change
         self.adopt()  # a trainer a previous server (or the command line) left running
 
     # what the form offers -------------------------------------------------------------------
@@ -129,10 +157,11 @@ class Lab:
                 self.adopt()
                 if self._own_alive():
                     return {"seconds": None, "reason": "measured once no run is training"}
-                try:
-                    pace = self._paces[shape] = measure(run)
-                except OSError as error:  # a pretrained model or a tokenizer that is not installed
+                try:  # in a child process, within its time and memory: never inside the server
+                    pace = measure_in_child(run, PACE_SECONDS, training_memory(run))
+                except ValueError as error:  # too slow, too large, or a model that is not installed
                     raise ValueError(f"{preset} cannot be timed here: {error}") from None
+                self._paces[shape] = pace
         return {
             "seconds": estimate_seconds(run, pace),
             "step_s": pace.step_s,
@@ -240,7 +269,7 @@ class Lab:
         self.adopt()
         found = []
         for folder in self._folders():
-            held = holder(folder)
+            held = holder(folder)  # None for a lock no trainer made (a FIFO, a link out of the run)
             progress = folder / PROGRESS
             try:
                 changed = progress.stat().st_mtime
@@ -249,7 +278,7 @@ class Lab:
             run = {"name": folder.name, "active": held is not None, "changed": changed}
             run |= {"paused": held is not None and held.stopped, "pid": None if held is None else held.pid}
             being_written = held is not None or (folder.name == self.run and self._own_alive())
-            problem = None if being_written else damage(folder)
+            problem = None if being_written else self._damages(folder)
             if problem is not None:
                 run["damaged"] = problem
             found.append(run)
@@ -282,6 +311,7 @@ class Lab:
         try:
             run = apply_overrides(load_preset(preset), assignments)
             check_size(run.model_config(vocab_size=256))  # as `build` will, before any process starts
+            check_training_memory(run)
         except ModelTooLarge:
             raise  # its message says what to do
         except (TypeError, ValueError) as error:
@@ -315,10 +345,13 @@ class Lab:
         path = self.runs_root / f".{self.run}.log"
         try:
             started = trainer.started_at()  # to the second: /proc/stat's boot time is
-            if trainer.is_adopted and (started is None or path.stat().st_mtime < started - 2):
-                return ""  # an older run's
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            with os.fdopen(open_confined(path), "rb") as handle:  # never blocks, nor reads a link out
+                written = os.fstat(handle.fileno()).st_mtime
+                if trainer.is_adopted and (started is None or written < started - 2):
+                    return ""  # an older run's
+                handle.seek(max(0, handle.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+                text = handle.read(LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+        except (OSError, ValueError):
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
@@ -334,13 +367,11 @@ class Lab:
 
     def _folders(self) -> list[Path]:
         """The run directories under the runs root (a trainer's lock marks one from its start)."""
-        if not self.runs_root.is_dir():
+        try:
+            folders = list(self.runs_root.iterdir())
+        except OSError:  # no runs root yet, or one that cannot be listed: no runs to follow
             return []
-        return [
-            folder
-            for folder in self.runs_root.iterdir()
-            if folder.is_dir() and ((folder / TRAIN_CONFIG).exists() or (folder / LOCK).exists())
-        ]
+        return [f for f in folders if f.is_dir() and ((f / TRAIN_CONFIG).exists() or (f / LOCK).exists())]
 
     def _held(self) -> list[tuple[Path, Holder]]:
         """The run directories a trainer holds now, with who holds them."""
