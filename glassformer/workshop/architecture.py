@@ -222,3 +222,18 @@ def _group(name: str, stack: str, layer: int | None, kind: str) -> str:
 
 def _stage(id_: str, group: str, trace: str | None, kind: str, ctx: Context) -> dict[str, Any]:
     return {"id": id_, "group": group, "trace": trace, **describe(kind, ctx)}
+
+
+def model_entry(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, Any]:
+    """What `/api/models` says of the model ``name``: its sizes, its architecture, its stages."""
+    config = lm.config
+    return {
+        "name": name,
+        "fine_tuned_from": fine_tuned_from,
+        "parameters": lm.net.num_parameters(),
+        "max_seq_len": config.max_seq_len,
+        "reads_text": lm.tokenizer is not None,
+        "reads_images": lm.config.vision,
+        "architecture": summary(config),
+        "stages": stages(lm.net),
+    }

@@ -74,7 +74,7 @@ from glassformer.inspect.cost_report import costs
 from glassformer.loading import load
 from glassformer.sampling import generation_settings
 from glassformer.workshop import payload
-from glassformer.workshop.architecture import stages, summary
+from glassformer.workshop.architecture import model_entry
 from glassformer.workshop.attention_change import change as attention_change
 from glassformer.workshop.attention_change import origin
 from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
@@ -176,7 +176,7 @@ def create_app(
         return HTMLResponse(page)
 
     async def list_models(request: Request) -> JSONResponse:
-        described = [_describe(name, lm, origins.get(name)) for name, lm in models.items()]
+        described = [model_entry(name, lm, origins.get(name)) for name, lm in models.items()]
         return JSONResponse({"models": described})  # never the token: `teach.py` shows it to a person
 
     async def open_run(request: Request) -> JSONResponse:
@@ -388,17 +388,3 @@ def _settings(body: Sampling, max_new_tokens: int = 1):
         return generation_settings(max_new_tokens=max_new_tokens, **body.sampling())
     except ValueError as error:
         raise RequestError(str(error)) from None
-
-
-def _describe(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, Any]:
-    config = lm.config
-    return {
-        "name": name,
-        "fine_tuned_from": fine_tuned_from,
-        "parameters": lm.net.num_parameters(),
-        "max_seq_len": config.max_seq_len,
-        "reads_text": lm.tokenizer is not None,
-        "reads_images": lm.config.vision,
-        "architecture": summary(config),
-        "stages": stages(lm.net),
-    }
