@@ -16,11 +16,10 @@ the page can offer that model as the "before" of a run loaded as a model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from glassformer.formats.run_directory import TRAIN_CONFIG
+from glassformer.formats.run_directory import TRAIN_CONFIG, read_json
 from glassformer.inspect.fine_tuning import attention_shift
 from glassformer.workshop.arrays import pack_unit
 
@@ -52,9 +51,8 @@ def change(before, after, text: str, layer: int | None = None, head: int | None 
 def origin(run_dir: str | Path) -> str | None:
     """The model name a run directory was fine-tuned from (``train.init_from``), or None."""
     path = Path(run_dir) / TRAIN_CONFIG
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("train", {}).get("init_from")
-    except (json.JSONDecodeError, AttributeError):
+    try:  # bounded and never blocking: a run folder may come from anywhere
+        settings = read_json(path).get("train", {})
+        return settings.get("init_from") if isinstance(settings, dict) else None
+    except (OSError, ValueError, RecursionError):  # absent or damaged: no origin
         return None

@@ -29,6 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from glassformer.formats.bounded_read import open_confined
 from glassformer.formats.run_directory import PROGRESS
 from glassformer.train.run_lock import Holder, process_started, process_stat
 
@@ -164,7 +165,7 @@ def descendants(pid: int) -> list[int]:
 def finished(run_dir: Path) -> bool:
     """Whether the last step in ``run_dir``'s progress.jsonl is the last step planned."""
     try:
-        with open(Path(run_dir) / PROGRESS, "rb") as handle:
+        with os.fdopen(open_confined(Path(run_dir) / PROGRESS), "rb") as handle:  # a FIFO: refused
             handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
             lines = handle.read().splitlines()
         last = json.loads(lines[-1]) if lines else {}
