@@ -133,15 +133,17 @@ def on_main(work: Callable[[], T]) -> T:
 
 
 class StopRequest:
-    """Ctrl-C for several processes: every rank stops at the same step, with a checkpoint.
+    """Ctrl-C at a step boundary: the run stops after the step under way, with a checkpoint.
 
-    One process stops where Ctrl-C finds it (``KeyboardInterrupt``) and saves. Ranks cannot:
-    the signal reaches them at different points of a step (torchrun passes its own SIGINT or
-    SIGTERM on to every worker; the lab signals rank 0 alone), and a checkpoint is written by
-    all of them together. So while a run has several processes, SIGINT and SIGTERM only set
-    ``requested``; after each step the ranks agree (`agreed`: the maximum over the ranks, one
-    small all-reduce) and all raise ``KeyboardInterrupt`` at the same step boundary, where the
-    trainer saves as one process would. The handlers are put back on exit.
+    Ranks must: the signal reaches them at different points of a step (torchrun passes its own
+    SIGINT or SIGTERM on to every worker; the lab signals rank 0 alone), and a checkpoint is
+    written by all of them together. So while a run has several processes, SIGINT and SIGTERM
+    only set ``requested``; after each step the ranks agree (`agreed`: the maximum over the
+    ranks, one small all-reduce) and all raise ``KeyboardInterrupt`` at the same step
+    boundary, where the trainer saves. One process does the same with SIGINT: a Ctrl-C that
+    landed anywhere (inside TensorBoard's writer queue, say) could leave a library half way,
+    and the trainer then hung on its way out, after its checkpoint; a second Ctrl-C stops it
+    at once. The handlers are put back on exit.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -152,8 +154,9 @@ class StopRequest:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopRequest:
-        if self.world > 1 and threading.current_thread() is threading.main_thread():
-            self._previous = {sig: signal.signal(sig, self._request) for sig in self.SIGNALS}
+        if threading.current_thread() is threading.main_thread():
+            signals = self.SIGNALS if self.world > 1 else (signal.SIGINT,)
+            self._previous = {sig: signal.signal(sig, self._request) for sig in signals}
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -161,12 +164,15 @@ class StopRequest:
             signal.signal(sig, handler)
 
     def _request(self, signum: int, frame: Any) -> None:
+        if self.requested and self.world == 1:  # asked twice: now, wherever it is
+            raise KeyboardInterrupt
         self.requested = True
 
     def agreed(self) -> bool:
         """Whether any rank was asked to stop (every rank calls it after the same step)."""
         if self.world == 1:
-            return False
+            self.stopping = self.requested
+            return self.stopping
         flag = torch.tensor(float(self.requested), device=self.device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         self.stopping = bool(flag)
@@ -298,7 +304,7 @@ class Parallel:
         return on_main(with_full_model)
 
     def stop_request(self) -> StopRequest:
-        """Ctrl-C that stops every rank at one step boundary (a no-op in one process)."""
+        """Ctrl-C that stops every rank (or the one process) at one step boundary."""
         return StopRequest(self.world, _device(self.net))
 
     def log(self, log: Any) -> Any:

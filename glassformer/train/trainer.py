@@ -227,7 +227,7 @@ class Trainer:
         s = self.settings
         quiet = None if self.parallel.is_main else True  # tqdm's None: shown on a terminal
         bar = tqdm(total=s.steps, initial=self.step, desc=self.run.name, unit="step", disable=quiet)
-        stop = self.parallel.stop_request()  # several processes: Ctrl-C waits for the step's end
+        stop = self.parallel.stop_request()  # Ctrl-C waits for the step's end
         try:
             with stop:
                 return self._train_steps(bar, stop)
