@@ -35,7 +35,7 @@ from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.server import create_app
 from tests.conftest import tiny_model
 from tests.test_workshop_page import CHARS, Workshop, shown_token
-from tests.workshop_server import serving, wait_until
+from tests.workshop_server import wait_until
 
 IMG = '<img src=x onerror="window.__pwned=1">'
 SCRIPT = "</script><script>window.__pwned=2</script>"
@@ -136,17 +136,8 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(models, runs):
-    with serving(create_app(models, runs_root=runs)) as url:
-        yield url
-
-
-@pytest.fixture
-def workshop(browser, server, tmp_path):
-    opened = Workshop(browser, server, tmp_path)
-    yield opened
-    if not opened.page.is_closed():
-        opened.page.close()
+def app(models, runs):  # served by conftest's `server`, opened by its `workshop`
+    return create_app(models, runs_root=runs)
 
 
 def assert_no_markup(page, where: str) -> None:
