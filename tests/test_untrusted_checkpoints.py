@@ -17,7 +17,6 @@ import torch
 import torch.distributed.checkpoint as dcp
 
 from glassformer.train import checkpoint, dcp_manifest
-
 from tests.test_trainer import make_trainer, tiny_run
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")  # one process
