@@ -13,6 +13,7 @@ memory is the server's):
 - lessons: three lesson runs whose clients leave after 2 s (each started a kernel afterwards).
 
     python -m benchmarks.workshop_attacks          (also the end of benchmarks.workshop_limits)
+    python -m benchmarks.workshop_attacks estimate generate    (those rows alone)
 
 The script uses only the HTTP routes, so the same file measures an older checkout (the
 before column of the issue's table).
@@ -189,9 +190,23 @@ def lessons_left(url: str, token: str) -> None:
     row("3 lessons left at 2 s", kernels_running_after=started_after)
 
 
-def main() -> None:
+ROWS = ("estimate", "generate", "stage", "streams", "lessons")
+
+
+def main(rows: list[str] | None = None) -> None:
+    import argparse
+
     from glassformer.workshop.server import create_app
     from tests.workshop_server import serving
+
+    if rows is None:
+        parser = argparse.ArgumentParser(
+            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        parser.add_argument(
+            "rows", nargs="*", choices=[[], *ROWS], help="the attacks to replay (default: all)"
+        )
+        rows = parser.parse_args().rows or list(ROWS)
 
     smol = gf.load("smollm2-135m-instruct")
     with tempfile.TemporaryDirectory(prefix="glassformer-attacks-") as folder:
@@ -201,11 +216,15 @@ def main() -> None:
         with serving(app) as url:
             call(url, token, "api/walk", {"model": "smol", "text": "warm up"})
             print(f"server resident: {rss_mb():,.0f} MB, pid {os.getpid()}")
-            estimate(url, token)
-            generate_and_tokens(url, token, smol)
-            stage_logits(url, token, smol)
-            unread_streams(url, token, runs)
-            lessons_left(url, token)
+            replay = {
+                "estimate": lambda: estimate(url, token),
+                "generate": lambda: generate_and_tokens(url, token, smol),
+                "stage": lambda: stage_logits(url, token, smol),
+                "streams": lambda: unread_streams(url, token, runs),
+                "lessons": lambda: lessons_left(url, token),
+            }
+            for name in rows:
+                replay[name]()
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def main() -> None:
         from benchmarks import workshop_attacks
 
         print("\nissue 27's attacks on the budgets:")
-        workshop_attacks.main()
+        workshop_attacks.main(list(workshop_attacks.ROWS))
 
 
 def ctrl_c(n_tokens: int) -> None:
