@@ -180,14 +180,13 @@ def kernels() -> int:
 
 
 def lessons_left(url: str, token: str) -> None:
-    for _ in range(3):
-        call(url, token, "api/lessons/4/run", {}, timeout=2)
-    started_after = 0
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        started_after = max(started_after, kernels())
-        time.sleep(0.25)
-    row("3 lessons left at 2 s", kernels_running_after=started_after)
+    statuses = [call(url, token, "api/lessons/4/run", {}, timeout=2)[0] for _ in range(3)]  # 0: left
+    left = time.monotonic()
+    alive = {}
+    for at in (5, 10, 20):  # seconds after the last client left
+        time.sleep(max(0.0, left + at - time.monotonic()))
+        alive[f"kernels_at_{at}s"] = kernels()
+    row("3 lessons left at 2 s", statuses=statuses, **alive)
 
 
 ROWS = ("estimate", "generate", "stage", "streams", "lessons")
