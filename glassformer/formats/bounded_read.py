@@ -7,7 +7,8 @@ read as untrusted: ``trainer.lock`` may be a FIFO (opening one for reading block
 writer comes, and a listing would wait forever), ``tokenizer.json`` a link to ``/dev/zero``
 (endless) or a sparse file of 300 MB, ``config.json`` a link to a file of the user's outside
 the run. Every reader of a run's files goes through `open_confined` (or `read_bounded`,
-which reads the file whole; `checked`, for a library that opens the file itself):
+which reads the file whole; `read_tail`, its end; `checked`, for a library that opens the
+file itself):
 
 1. the path is resolved, and must stay inside its run (a link out of it is refused);
 2. it is stat'ed, and must be a regular file no larger than its limit, before it is opened;
@@ -80,6 +81,14 @@ def read_bounded(path: str | Path, limit: int, inside: str | Path | None = None)
     if len(data) > limit:
         raise RunFileRefused(_too_long(Path(path), f"is longer than {limit:,} bytes", limit))
     return data
+
+
+def read_tail(path: str | Path, size: int, inside: str | Path | None = None) -> bytes:
+    """The last ``size`` bytes (at most) of the regular file ``path`` (a log, a ``.jsonl`` that
+    grows), with the checks of `open_confined`; the file may be of any length."""
+    with os.fdopen(open_confined(path, inside=inside), "rb") as handle:
+        handle.seek(max(0, handle.seek(0, os.SEEK_END) - size))
+        return handle.read(size)
 
 
 def checked(path: str | Path, limit: int | None = None, inside: str | Path | None = None) -> Path:

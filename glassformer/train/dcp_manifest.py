@@ -47,6 +47,7 @@ from torch.distributed.checkpoint.metadata import (
 from torch.distributed.checkpoint.planner import ReadItem
 
 from glassformer.atomic import write_text_atomic
+from glassformer.formats.bounded_read import checked, read_bounded
 
 MANIFEST = "manifest.json"
 FORMAT, VERSION = "glassformer-dcp", 1
@@ -130,16 +131,16 @@ def read(folder: Path) -> Metadata:
     """DCP's ``Metadata`` of the checkpoint in ``folder``, from its manifest (ValueError if it
     has none, or one that is not what `write` writes)."""
     path = folder / MANIFEST
-    if not path.is_file():
+    try:  # a regular file of the folder, within its size, never blocking (`bounded_read`)
+        text = read_bounded(path, MAX_MANIFEST_BYTES, inside=folder)
+    except FileNotFoundError:
         raise ValueError(
             f"{folder} has no {MANIFEST}: a distributed checkpoint is read only through the manifest "
             "Glassformer writes beside it (its .metadata is a pickle, which could run code); "
             "resume a run that Glassformer itself saved"
-        )
-    if (size := path.stat().st_size) > MAX_MANIFEST_BYTES:
-        raise ValueError(f"{path} has {size:,} bytes; a manifest has at most {MAX_MANIFEST_BYTES:,}")
+        ) from None
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(text)
         if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
             raise ValueError(f"not a {FORMAT} manifest of version {VERSION}")
         described: dict[str, Any] = {fqn: BytesStorageMetadata() for fqn in _strings(manifest["values"])}
@@ -170,9 +171,7 @@ def _shard_file(folder: Path, name: Any) -> str:
     """A shard's file: a plain name of a regular file in ``folder`` itself (no path, no link out)."""
     if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
         raise ValueError(f"a shard's file must be a plain name in the checkpoint's folder, not {name!r}")
-    path = folder / name
-    if path.is_symlink() or not path.is_file():
-        raise ValueError(f"{path} is not a regular file of the checkpoint")
+    checked(folder / name, inside=folder)  # a regular file of the folder (RunFileRefused)
     return name
 
 

@@ -36,6 +36,7 @@ from torch.distributed.checkpoint.state_dict import (
     set_state_dict,
 )
 
+from glassformer.formats.bounded_read import confined
 from glassformer.formats.run_directory import DISTRIBUTED
 from glassformer.train import checkpoint, dcp_manifest, distributed
 
@@ -120,10 +121,7 @@ def _inside(run_dir: Path, name: Any) -> Path:
             f"{run_dir / checkpoint.TRAINER_STATE} names {name!r} as its distributed checkpoint; "
             f"Glassformer writes only {DISTRIBUTED}/step-NNNNNNNN there"
         )
-    where = run_dir / name
-    if where.is_symlink() or (run_dir / DISTRIBUTED).is_symlink():
-        raise ValueError(f"{where} is a symbolic link; a run's checkpoint must lie inside the run")
-    return where
+    return confined(run_dir / name, run_dir)  # a link out of the run: RunFileRefused
 
 
 def _states(trainer: Any, with_optimizer: bool) -> dict[str, Any]:

@@ -37,7 +37,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from glassformer.formats.bounded_read import open_confined
+from glassformer.formats.bounded_read import read_tail
 from glassformer.formats.run_directory import FILM, LOCK, METRICS, PROGRESS, TRAIN_CONFIG, Damages
 from glassformer.inspect.costs import training_bytes
 from glassformer.models.size import MEMORY_SHARE, ModelTooLarge, check_size, physical_memory
@@ -68,8 +68,6 @@ DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minut
 STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
 SHUTDOWN_WAIT_S = 1.5  # the server stopping: how long it waits for the trainer (then leaves it)
 LOG_TAIL_BYTES = 65_536  # the end of a run's log the page shows (its last lines)
-
-
 PACE_SECONDS = 120.0  # the most that timing a preset's steps may take (`pace_child`)
 
 
@@ -345,12 +343,9 @@ class Lab:
         path = self.runs_root / f".{self.run}.log"
         try:
             started = trainer.started_at()  # to the second: /proc/stat's boot time is
-            with os.fdopen(open_confined(path), "rb") as handle:  # never blocks, nor reads a link out
-                written = os.fstat(handle.fileno()).st_mtime
-                if trainer.is_adopted and (started is None or written < started - 2):
-                    return ""  # an older run's
-                handle.seek(max(0, handle.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
-                text = handle.read(LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+            if trainer.is_adopted and (started is None or path.stat().st_mtime < started - 2):
+                return ""  # an older run's
+            text = read_tail(path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")  # never blocks
         except (OSError, ValueError):
             return ""
         return "\n".join(text.splitlines()[-lines:])

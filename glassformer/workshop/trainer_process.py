@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from glassformer.formats.bounded_read import open_confined
+from glassformer.formats.bounded_read import read_tail
 from glassformer.formats.run_directory import PROGRESS
 from glassformer.train.run_lock import Holder, process_started, process_stat
 
@@ -165,9 +165,7 @@ def descendants(pid: int) -> list[int]:
 def finished(run_dir: Path) -> bool:
     """Whether the last step in ``run_dir``'s progress.jsonl is the last step planned."""
     try:
-        with os.fdopen(open_confined(Path(run_dir) / PROGRESS), "rb") as handle:  # a FIFO: refused
-            handle.seek(max(0, handle.seek(0, os.SEEK_END) - TAIL_BYTES))
-            lines = handle.read().splitlines()
+        lines = read_tail(Path(run_dir) / PROGRESS, TAIL_BYTES).splitlines()  # a FIFO: refused
         last = json.loads(lines[-1]) if lines else {}
     except (OSError, ValueError, RecursionError):
         return False
