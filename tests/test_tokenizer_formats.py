@@ -291,11 +291,12 @@ def test_bad_files_give_clear_errors(tmp_path):
         from_hf_json(tmp_path / "broken.json")
     with pytest.raises(ValueError, match="no 'model'"):
         from_hf_dict({"version": "1.0"})
-    with pytest.raises(ValueError, match="model type 'Unigram' is not supported"):
-        from_hf_dict({"model": {"type": "Unigram", "vocab": []}})
-    metaspace = {"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Metaspace"}}
-    with pytest.raises(ValueError, match="pre_tokenizer .*Metaspace.* is not supported"):
-        from_hf_dict(metaspace)
+    with pytest.raises(ValueError, match="model type 'WordLevel' is not supported"):
+        from_hf_dict({"model": {"type": "WordLevel", "vocab": {}}})
+    metaspace = {"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}, {"type": "ByteLevel"}]}
+    byte_level_metaspace = {"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": metaspace}
+    with pytest.raises(ValueError, match="pre_tokenizer step .*Metaspace.* is not supported"):
+        from_hf_dict(byte_level_metaspace)
     with pytest.raises(FileNotFoundError, match="no GGUF file"):
         from_gguf(tmp_path / "missing.gguf")
     (tmp_path / "fake.gguf").write_bytes(b"not a gguf file at all")

@@ -15,7 +15,8 @@ default it is an error; ``allowed_special`` names those that become their id,
 
 Our own file format is one JSON object (written atomically)::
 
-    {"format": "glassformer-tokenizer", "version": 1, "type": "bpe" | "char" | "wordpiece", ...}
+    {"format": "glassformer-tokenizer", "version": 1,
+     "type": "bpe" | "char" | "wordpiece" | "sentencepiece_bpe" | "unigram", ...}
 
 where the rest is the tokenizer's ``to_dict()``; `glassformer.tokenizers.load_tokenizer`
 reads it back (and every other supported format).

@@ -30,6 +30,11 @@ drops them); a special-token option that names no special token, or is one strin
 ``allowed_special="<|endoftext|>"``, is a ValueError (`glassformer.tokenizers.special`). The
 ``regex`` package's Unicode tables may be newer than tiktoken's: characters added to Unicode
 recently can be pre-tokenized differently (ids differ, decoding still round-trips).
+
+Files of HF ``tokenizers`` add two steps before the pieces: a ``normalizer`` (Qwen: NFC;
+`glassformer.tokenizers.normalizers`) and a pre-tokenizer of several steps instead of one regex
+(DeepSeek-V3: three ``Split`` s; `glassformer.tokenizers.hf_pretokenizers.PreTokenizer`, given
+as ``pattern``). ``ignore_merges`` (Llama 3) takes a piece that is a token whole, as tiktoken.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ from glassformer.tokenizers.byte_unicode import (
     split_merge,
     unicode_to_bytes,
 )
+from glassformer.tokenizers.hf_pretokenizers import PreTokenizer
+from glassformer.tokenizers.normalizers import Normalizer
 from glassformer.tokenizers.pretokenize import PATTERNS, check_covers, compile_pattern, pattern_name, split
 from glassformer.tokenizers.readable import readable_bytes
 from glassformer.tokenizers.special import SpecialOption, resolve_special, split_special
@@ -69,7 +76,8 @@ class _PieceCache(dict):
 
 class ByteBPE(Tokenizer):
     """Byte-level BPE tokenizer. ``vocab`` maps token bytes to ids; ``merges`` (optional) ranks
-    pairs in list order; ``pattern`` is a pre-tokenizer name or regex."""
+    pairs in list order; ``pattern`` is a pre-tokenizer name, a regex or a `PreTokenizer`;
+    ``ignore_merges`` (default: when there are no merges) takes a piece that is a token whole."""
 
     kind: ClassVar[str] = "bpe"
 
@@ -77,14 +85,19 @@ class ByteBPE(Tokenizer):
         self,
         vocab: dict[bytes, int],
         merges: Sequence[tuple[bytes, bytes]] | None = None,
-        pattern: str = "gpt2",
+        pattern: str | PreTokenizer = "gpt2",
         special_tokens: dict[str, int] | None = None,
         pad_token_id: int | None = None,
+        normalizer: Normalizer | None = None,
+        ignore_merges: bool | None = None,
     ):
         self.vocab = dict(vocab)
         self.merges = None if merges is None else [(bytes(a), bytes(b)) for a, b in merges]
-        self.pattern = pattern_name(pattern) or pattern
-        compile_pattern(self.pattern)  # fail now on a bad pattern, not at the first encode
+        self.ignore_merges = self.merges is None if ignore_merges is None else bool(ignore_merges)
+        self.normalizer = normalizer or Normalizer()
+        self.pattern = pattern if isinstance(pattern, PreTokenizer) else (pattern_name(pattern) or pattern)
+        if isinstance(self.pattern, str):
+            compile_pattern(self.pattern)  # fail now on a bad pattern, not at the first encode
         self.special_tokens = dict(special_tokens or {})
         self._validate()
         self.decoder: dict[int, bytes] = {i: token for token, i in self.vocab.items()}
@@ -133,7 +146,7 @@ class ByteBPE(Tokenizer):
 
     def _encode_piece(self, piece: str) -> list[int]:
         data = piece.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError, caught in encode
-        if self.merges is None and data in self.vocab:
+        if self.ignore_merges and data in self.vocab:
             return [self.vocab[data]]  # tiktoken's rule: a piece that is a token is taken whole
         try:
             return [
@@ -180,9 +193,13 @@ class ByteBPE(Tokenizer):
                 if special:
                     ids.append(self.special_tokens[chunk])
                     continue
-                pieces = split(chunk, self.pattern)
-                if self.pattern not in PATTERNS:
-                    check_covers(chunk, pieces, self.pattern)
+                chunk = self.normalizer.normalize(chunk) if self.normalizer else chunk
+                if isinstance(self.pattern, PreTokenizer):
+                    pieces = self.pattern.split(chunk)
+                else:
+                    pieces = split(chunk, self.pattern)
+                    if self.pattern not in PATTERNS:
+                        check_covers(chunk, pieces, self.pattern)
                 ids += chain.from_iterable(map(self._cache.__getitem__, pieces))
         except UnicodeEncodeError:
             reject_surrogates(text)
@@ -221,18 +238,25 @@ class ByteBPE(Tokenizer):
         return self.decoder[token_id]
 
     def _pieces(self, text: str, allowed_special: SpecialOption, disallowed_special: SpecialOption):
-        """(start, piece, is_special) for every special token and pre-token of ``text``."""
+        """(piece, spans, is_special) for every special token and pre-token of ``text``; spans:
+        each character's span in ``text`` (a normalizer may change characters)."""
         segments = self._segments(text, allowed_special, disallowed_special)
         reject_surrogates(text)
         for start, chunk, special in segments:
             if special:
-                yield start, chunk, True
+                yield chunk, [(start, start + len(chunk))] * len(chunk), True
                 continue
-            pieces = split(chunk, self.pattern)
+            chunk, spans = self.normalizer.aligned(chunk, start)
+            if isinstance(self.pattern, PreTokenizer):
+                yield from (
+                    (piece, piece_spans, False) for piece, piece_spans in self.pattern.pieces(chunk, spans)
+                )
+                continue
+            pieces, position = split(chunk, self.pattern), 0
             check_covers(chunk, pieces, self.pattern)
             for piece in pieces:
-                yield start, piece, False
-                start += len(piece)
+                yield piece, spans[position : position + len(piece)], False
+                position += len(piece)
 
     def offsets(
         self,
@@ -252,15 +276,15 @@ class ByteBPE(Tokenizer):
         [(0, 1), (0, 1), (1, 2)]
         """
         spans: list[tuple[int, int]] = []
-        for start, piece, special in self._pieces(text, allowed_special, disallowed_special):
+        for piece, piece_spans, special in self._pieces(text, allowed_special, disallowed_special):
             if special:
-                spans.append((start, start + len(piece)))
+                spans.append(piece_spans[0])
                 continue
             char_of_byte = [c for c, char in enumerate(piece) for _ in range(len(char.encode("utf-8")))]
             position = 0
             for token_id in self._cache[piece]:
                 last = position + len(self.decoder[token_id]) - 1
-                spans.append((start + char_of_byte[position], start + char_of_byte[last] + 1))
+                spans.append((piece_spans[char_of_byte[position]][0], piece_spans[char_of_byte[last]][1]))
                 position = last + 1
         return spans
 
@@ -282,15 +306,15 @@ class ByteBPE(Tokenizer):
         [{'merge': ['a', 'b'], 'rank': 256, 'at': 0, 'parts': ['ab']}]
         """
         out = []
-        for start, piece, special in self._pieces(text, allowed_special, disallowed_special):
-            entry = {"text": piece, "start": start, "end": start + len(piece), "special": special}
+        for piece, spans, special in self._pieces(text, allowed_special, disallowed_special):
+            entry = {"text": piece, "start": spans[0][0], "end": spans[-1][1], "special": special}
             if special:
                 out.append(entry | {"parts": [piece], "steps": [], "ids": [self.special_tokens[piece]]})
                 continue
             data, steps = piece.encode("utf-8"), []
             initial = list(map(SINGLE_BYTES.__getitem__, data))
             parts = self.merge(list(initial), steps)
-            if self.merges is None and data in self.vocab and parts != [data]:
+            if self.ignore_merges and data in self.vocab and parts != [data]:
                 steps.append(
                     {"merge": parts, "rank": self.vocab[data], "at": 0, "parts": [data], "whole_piece": True}
                 )
@@ -312,12 +336,15 @@ class ByteBPE(Tokenizer):
             merges = [f"{bytes_to_unicode(a)} {bytes_to_unicode(b)}" for a, b in self.merges]
         by_id = sorted(self.vocab.items(), key=lambda item: item[1])
         vocab = {bytes_to_unicode(token): i for token, i in by_id}
+        pattern = self.pattern
         return {
-            "pattern": self.pattern,
+            "pattern": {"pre_tokenizer": pattern.to_hf()} if isinstance(pattern, PreTokenizer) else pattern,
             "vocab": vocab,
             "merges": merges,
             "special_tokens": dict(self.special_tokens),
             "pad_token_id": self.pad_token_id,
+            "normalizer": self.normalizer.to_hf(),
+            "ignore_merges": self.ignore_merges,
         }
 
     @classmethod
@@ -326,13 +353,17 @@ class ByteBPE(Tokenizer):
             raise ValueError(f"this is a {data['type']!r} tokenizer, not a byte-level BPE ({cls.kind!r})")
         if missing := {"vocab", "pattern"} - set(data):
             raise ValueError(f"BPE tokenizer data lacks the fields {sorted(missing)}")
-        merges = data.get("merges")
+        merges, pattern = data.get("merges"), data["pattern"]
+        if isinstance(pattern, dict):  # several steps, in HF's words (`PreTokenizer`)
+            pattern = PreTokenizer.from_hf(pattern.get("pre_tokenizer"), "BPE tokenizer data")
         return cls(
             vocab={unicode_to_bytes(token): i for token, i in data["vocab"].items()},
             merges=None if merges is None else [split_merge(line) for line in merges],
-            pattern=data["pattern"],
+            pattern=pattern,
             special_tokens=data.get("special_tokens"),
             pad_token_id=data.get("pad_token_id"),
+            normalizer=Normalizer.from_hf(data.get("normalizer"), "BPE tokenizer data"),
+            ignore_merges=data.get("ignore_merges"),
         )
 
     @classmethod

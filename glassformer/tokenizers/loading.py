@@ -100,9 +100,11 @@ def from_our_json(data: dict, path: Path | str = "<dict>") -> Tokenizer:
     """A tokenizer from our own JSON format (what `Tokenizer.save` writes)."""
     from glassformer.tokenizers.bpe import ByteBPE
     from glassformer.tokenizers.char import CharTokenizer
+    from glassformer.tokenizers.sentencepiece_bpe import SentencePieceBPE
+    from glassformer.tokenizers.unigram import Unigram
     from glassformer.tokenizers.wordpiece import WordPiece
 
-    kinds = {cls.kind: cls for cls in (ByteBPE, CharTokenizer, WordPiece)}
+    kinds = {cls.kind: cls for cls in (ByteBPE, CharTokenizer, WordPiece, SentencePieceBPE, Unigram)}
     version = data.get("version")
     if version != 1:
         raise ValueError(
