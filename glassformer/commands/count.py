@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from glassformer.commands.arguments import at_least
+from glassformer.commands.arguments import HUB_ID_HELP, at_least
 from glassformer.config import ModelConfig
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -46,7 +46,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "model",
         metavar="MODEL_OR_PRESET",
-        help="a preset, run directory, HF directory, registry name, .gguf file or ModelConfig JSON",
+        help="a preset, run directory, HF directory, registry name, .gguf file, ModelConfig JSON, "
+        + HUB_ID_HELP,
     )
     parser.add_argument(
         "--seq-len", type=at_least(1), default=None, help="tokens per sequence (default: max_seq_len)"
@@ -106,16 +107,16 @@ def resolve_config(name: str, load: bool = False) -> Resolved:
 
 def _existing(name: str) -> Path:
     """The path a registry name stands for, or ``name`` as a path; else an error naming all inputs."""
-    from glassformer.formats.registry import REGISTRY, resolve
+    from glassformer.formats.registry import UnknownModel, resolve
     from glassformer.train.settings import preset_names
 
     try:
         return resolve(name)
-    except FileNotFoundError:
+    except UnknownModel as unknown:  # not a Hub id's own error (offline, no such repository): that one stands
         raise ValueError(
-            f"{name!r} is not a preset ({', '.join(preset_names())}), a registry name "
-            f"({', '.join(REGISTRY)}) or an existing path; give a run directory, a Hugging Face "
-            "directory, a .gguf file or a ModelConfig .json file (glassformer config > model.json)"
+            f"{name!r} is not a preset ({', '.join(preset_names())}), and {unknown}; give a run "
+            "directory, a Hugging Face directory, a .gguf file, a ModelConfig .json file "
+            "(glassformer config > model.json) or a Hub id"
         ) from None
 
 

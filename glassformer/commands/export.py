@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from glassformer.commands.arguments import HUB_ID_HELP
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -17,7 +19,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "holds exactly (e.g. ALiBi positions) is refused, naming the fields that differ.",
     )
     parser.add_argument(
-        "model", help="a registry name, a .gguf file, a Hugging Face checkpoint directory or a run directory"
+        "model",
+        help="a registry name, a .gguf file, a Hugging Face checkpoint directory, a run directory, "
+        + HUB_ID_HELP,
     )
     parser.add_argument("out_dir", help="the directory to write (created; must be empty or absent)")
     parser.add_argument(

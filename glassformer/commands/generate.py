@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from glassformer.commands.arguments import (
+    HUB_ID_HELP,
     add_decode_weights_flag,
     add_generation_flags,
     chosen_generation_options,
@@ -24,7 +25,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "model",
         help="a run directory (made by glassformer train), a registry name (smollm2-135m-instruct), "
-        "a .gguf file or a Hugging Face checkpoint directory",
+        f"a .gguf file, a Hugging Face checkpoint directory, {HUB_ID_HELP}",
     )
     parser.add_argument("prompt", nargs="?", default="\n", help="the text to continue (default: a newline)")
     add_generation_flags(parser, max_new_tokens=300)

@@ -35,6 +35,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from glassformer.commands.arguments import HUB_ID_HELP
+
 VIEWS = {
     "head": (".html",),
     "model": (".html",),
@@ -55,7 +57,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    inspect.add_argument("model", help="a registry name, .gguf file, HF directory or run directory")
+    inspect.add_argument(
+        "model", help=f"a registry name, .gguf file, HF directory, run directory, {HUB_ID_HELP}"
+    )
     inspect.add_argument("text", help="the text to run through the model")
     inspect.add_argument("--view", choices=list(VIEWS), default="head", help="what to show (default: head)")
     inspect.add_argument("--layer", type=int, default=0, help="layer for head/neuron/heatmap (default: 0)")

@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from glassformer.commands.arguments import HUB_ID_HELP
 from glassformer.commands.runs import RUNS_ROOT
 
 DEFAULT_MODELS = ("smollm2-135m-instruct", "minilm-l6")
@@ -28,8 +29,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "models",
         nargs="*",
         metavar="MODEL",
-        help="registry name, run directory, HF checkpoint directory or .gguf file (default: "
-        f"{' and '.join(DEFAULT_MODELS)}, plus every run under {RUNS_ROOT}/)",
+        help="registry name, run directory, HF checkpoint directory, .gguf file (default: "
+        f"{' and '.join(DEFAULT_MODELS)}, plus every run under {RUNS_ROOT}/), {HUB_ID_HELP}",
     )
     parser.add_argument("--port", type=int, default=8765, help="port to serve on (default: 8765)")
     parser.add_argument(
