@@ -111,3 +111,16 @@ def test_unknown_characters_are_fused_into_one_unknown_token():
     assert tok.offsets("a€€b") == [(0, 1), (1, 3), (3, 4)]
     unknown = [step for step in tok.explain("€")[0]["steps"] if step.get("unknown")]
     assert unknown[0]["score"] == min(tok.scores) - UNKNOWN_PENALTY
+
+
+def test_the_workshop_shows_the_lattice():
+    from types import SimpleNamespace
+
+    from glassformer.workshop.tokenization import explain
+
+    tok = _toy()
+    labels = lambda ids: [tok.id_to_token(i) for i in ids]  # noqa: E731
+    answer = explain(SimpleNamespace(tokenizer=tok, inputs=SimpleNamespace(labels=labels)), "ab a")
+    assert answer["kind"] == "unigram" and answer["ids"] == tok.encode("ab a")
+    assert [piece["tokens"] for piece in answer["pieces"]] == [[" ", "ab"], [" a"]]
+    assert json.loads(json.dumps(answer)) == answer

@@ -5,6 +5,9 @@ rule the model's inputs use) how it cut the text: one entry per piece with the t
 covers, the steps that made its tokens and their ids. The steps differ by kind:
 
     bpe         the pre-token's bytes, then each merge (the pair, its rank) -> the parts
+    sentencepiece_bpe   the same over characters ("▁" a space, <0xE4> a byte-fallback token)
+    unigram     the lattice: every vocabulary piece that matches at each position with its
+                log-probability ("best": on the best path), the best path's total "score"
     wordpiece   the word normalized, then the longest vocabulary pieces (or [UNK], and why)
     char        one character per token (its code point and name), or a special token
 

@@ -1,6 +1,9 @@
 // How the text became tokens: the tokenizer's own account (POST api/tokens,
 // glassformer/workshop/tokenization.py), one row per piece of the text:
 //   byte-level BPE   the piece's bytes, then each merge (the pair and its rank), the tokens
+//   SentencePiece BPE  the same over characters ("▁" shown as a space, <0xE4> as its byte)
+//   Unigram          the lattice: every vocabulary piece matching at each position, its
+//                    log-probability, the best path (the largest sum) marked
 //   WordPiece        the word normalized, then its longest vocabulary pieces (or [UNK])
 //   characters       one token per character (its code point and name)
 // Opened on demand: a long text's merges are many and nobody reads them all at once.
@@ -11,10 +14,18 @@ import { quoted, tokenText } from "./format.js";
 const SHOWN_PIECES = 200; // the rest is counted, not drawn
 
 function steps(kind, piece) {
-  if (kind === "bpe") {
-    if (piece.special) return [el("li", {}, "a special token, kept whole")];
+  if (piece.special && kind !== "char" && kind !== "wordpiece") return [el("li", {}, "a special token, kept whole")];
+  if (kind === "unigram") {
     return [
-      el("li", { class: "tk-start" }, "bytes: ", piece.parts.map((p) => el("code", {}, tokenText(p)))),
+      ...piece.steps.map((s) => el("li", { class: s.best ? "tk-merge tk-best" : "tk-merge" },
+        `at ${s.at}: `, el("code", {}, tokenText(s.piece)), ` log p = ${s.score.toFixed(2)}`,
+        s.unknown ? " (unknown)" : "", s.best ? " ← on the best path" : "")),
+      el("li", {}, `best path: ${piece.parts.map(tokenText).join(" + ")}, sum of log p = ${piece.score.toFixed(2)}`),
+    ];
+  }
+  if (kind === "bpe" || kind === "sentencepiece_bpe") {
+    return [
+      el("li", { class: "tk-start" }, kind === "bpe" ? "bytes: " : "characters: ", piece.parts.map((p) => el("code", {}, tokenText(p)))),
       ...piece.steps.map((s) => el("li", { class: "tk-merge", dataset: { rank: s.rank } },
         "merge ", el("code", {}, s.merge.map(tokenText).join(" + ")), ` (rank ${s.rank}) → `,
         // a long piece's steps name where the merge happened instead of listing every part
@@ -50,7 +61,8 @@ export function tokenizationDetails(load) {
       const pieces = answer.pieces.slice(0, SHOWN_PIECES);
       const more = answer.pieces.length - pieces.length;
       body.replaceChildren(
-        answer.kind === "bpe" ? el("p", { class: "hint" }, "Each part is shown as its characters (␣ a space, ↵ a newline); a byte that is only part of a character shows as hex, ⟨F0 9F⟩. A lower rank merges first.") : "",
+        answer.kind === "bpe" || answer.kind === "sentencepiece_bpe" ? el("p", { class: "hint" }, "Each part is shown as its characters (␣ a space, ↵ a newline); a byte that is only part of a character shows as hex, ⟨F0 9F⟩. A lower rank merges first.") : "",
+        answer.kind === "unigram" ? el("p", { class: "hint" }, "Every vocabulary piece that matches the text, with its log-probability; the tokens are the path through the text whose sum is largest (Viterbi).") : "",
         el("ol", { class: "tk-pieces" }, pieces.map((p) => pieceRow(answer.kind, p))),
         more > 0 || answer.cut ? el("p", { class: "hint" }, `… and ${more > 0 ? more : "more"} pieces not drawn.`) : "",
       );
