@@ -347,7 +347,9 @@ def test_what_hugging_face_cannot_be_read_as_is_refused():
             },
             set(),
         )
-    with pytest.raises(ValueError, match="rope_scaling type 'yarn' is not supported"):
+    with pytest.raises(ValueError, match="RoPE type 'yarn' is not supported"):
+        gemma({**hf, "rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, set())
+    with pytest.raises(ValueError, match="rope_type = 'default' in rope_parameters and 'yarn' in the older"):
         gemma({**hf, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, set())
     gemma3 = _gemma3().config.to_dict()
     with pytest.raises(ValueError, match="use_bidirectional_attention=True"):

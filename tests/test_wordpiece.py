@@ -118,7 +118,7 @@ def test_bert_tokenizer_from_vocab_txt_agrees(model_dir, ours):
 
 def test_where_the_references_disagree_we_say_whom_we_follow(hf, ours, model_dir):
     transformers = pytest.importorskip("transformers")
-    slow = transformers.BertTokenizer(str(model_dir / "vocab.txt"), do_lower_case=True)
+    slow = _python_bert(transformers, model_dir)
     # U+2B820 opens CJK Extension E: google-research/bert and transformers split it off as an
     # ideograph; HF tokenizers' range starts at U+2B920. We follow BERT.
     text = "x\U0002b820y"
@@ -187,3 +187,13 @@ def test_clear_errors():
         tok.decode([5])
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         WordPiece.from_vocab_txt("/nonexistent/vocab.txt")
+
+
+def _python_bert(transformers, model_dir):
+    """transformers' BERT tokenizer written in Python, google-research/bert's port: in 5.x
+    ``BertTokenizerLegacy`` (its ``BertTokenizer`` is HF tokenizers' now), in 4.x ``BertTokenizer``."""
+    try:
+        from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy as slow
+    except ImportError:
+        slow = transformers.BertTokenizer
+    return slow(str(model_dir / "vocab.txt"), do_lower_case=True)

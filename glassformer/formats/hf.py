@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from glassformer.formats.hf_families import reader
+from glassformer.formats.hf_strict import read_config
 from glassformer.formats.key_map import load_mapped
 from glassformer.formats.weights import WeightFiles
 from glassformer.models import TransformerModel, build
@@ -28,7 +29,7 @@ def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], Mapping[str, torch.
     """(config dict, state) from an HF model object or a checkpoint directory; a
     directory's tensors are read lazily, one at a time (`WeightFiles`)."""
     if hasattr(source, "state_dict") and hasattr(source, "config"):
-        return source.config.to_dict(), dict(source.state_dict())
+        return source.config.to_dict(), checkpoint_state(source)
     directory = Path(source)
     if not directory.is_dir():
         raise FileNotFoundError(
@@ -46,16 +47,30 @@ def read_hf_checkpoint(source: Any) -> tuple[dict[str, Any], Mapping[str, torch.
     return config, WeightFiles(directory)
 
 
+def checkpoint_state(model: Any) -> dict[str, torch.Tensor]:
+    """An HF model object's tensors under the names its checkpoint file holds.
+
+    transformers 5.x may keep a module's weights otherwise than its files do (a mixture's
+    experts fused into one 3-d tensor, GPT-NeoX's head renamed ``lm_head``), and turns them back
+    when it saves: the same functions here (`revert_weight_conversion`, after dropping tied
+    copies), so the key maps read one layout, the files'. transformers 4.x kept the files' names.
+    """
+    state = dict(model.state_dict())
+    try:
+        from transformers.core_model_loading import revert_weight_conversion
+        from transformers.modeling_utils import remove_tied_weights_from_state_dict
+    except ImportError:  # transformers 4.x
+        return state
+    return dict(revert_weight_conversion(model, remove_tied_weights_from_state_dict(state, model)))
+
+
 def convert_hf(
     hf_config: dict[str, Any], state: Mapping[str, torch.Tensor], dtype: torch.dtype = torch.float32
 ) -> TransformerModel:
     """Build our model for an HF config (without random init) and fill it from the HF state."""
     family = reader(hf_config.get("model_type", "?"))
     keys = set(state)
-    try:
-        config = family.config_from_hf(hf_config, keys)
-    except KeyError as error:
-        raise ValueError(f"the Hugging Face config lacks {error.args[0]!r}") from None
+    config = read_config(family, hf_config, keys)
     net = build(config, initialize=False, dtype=dtype)
     if hasattr(family, "check"):
         family.check(state, config)

@@ -13,6 +13,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_marian
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped, TheirRows
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
@@ -24,7 +25,7 @@ IGNORED = {
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     marian = hf_marian.config_from_hf(
-        {**hf, "activation_function": hf.get("activation_function", "gelu")}, keys
+        overlay(hf, activation_function=hf.get("activation_function", "gelu")), keys
     )
     return dataclasses.replace(marian, positions="learned", sinusoidal_style="interleaved", embed_norm=True)
 

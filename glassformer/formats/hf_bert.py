@@ -19,6 +19,7 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
 from glassformer.formats.key_map import Mapped, stacked_qkv
 
+NEUTRAL = {"tie_word_embeddings": True}  # the MLM head's decoder is the token embedding
 IGNORED = {
     r"(bert\.)?embeddings\.position_ids": "an arange buffer",
     r"cls\.predictions\.decoder\.weight": "tied to the token embedding",

@@ -52,24 +52,3 @@ def special_id(hf: dict[str, Any], name: str) -> int | None:
     if isinstance(value, list):
         value = value[0] if value else None
     return value if value is not None and 0 <= value < hf["vocab_size"] else None
-
-
-def partial_rotary(hf: dict[str, Any], fraction_key: str, default: float) -> int | None:
-    """``rotary_dim`` for a config that turns a fraction of each head (GPT-NeoX's
-    ``rotary_pct``, Phi's ``partial_rotary_factor``): int(d_head * fraction), None for all.
-
-    >>> partial_rotary({"hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.25}, "rotary_pct", 1.0)
-    4
-    """
-    d_head = hf.get("head_dim") or hf["hidden_size"] // hf["num_attention_heads"]  # as HF's RoPE reads it
-    rotary = int(d_head * hf.get(fraction_key, default))
-    return rotary if rotary < d_head else None
-
-
-def rotary_fraction(rotary_dim: int | None, d_head: int) -> float:
-    """The inverse of `partial_rotary`: the fraction of each head RoPE turns (1.0 for all).
-
-    >>> rotary_fraction(4, 16), rotary_fraction(None, 16)
-    (0.25, 1.0)
-    """
-    return 1.0 if rotary_dim is None else rotary_dim / d_head

@@ -12,6 +12,7 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
+NEUTRAL = {"tie_word_embeddings": True}  # the MLM head's decoder is the token embedding
 IGNORED = {
     r"(distilbert\.)?embeddings\.position_ids": "an arange buffer",
     r"vocab_projector\.weight": "tied to the token embedding",

@@ -49,6 +49,7 @@ from glassformer.atomic import check_replaceable, write_directory_atomic
 from glassformer.config import ModelConfig
 from glassformer.config_checks import DROPOUT_FIELDS
 from glassformer.formats.hf_families import FAMILIES, read_only, writers
+from glassformer.formats.hf_strict import read_config
 from glassformer.formats.key_map import Mapped, hf_state
 
 # fields that change training, not the function the model computes; HF has its own names for some
@@ -170,7 +171,7 @@ def choose_family(
         layout = family.layout_keys(config) if hasattr(family, "layout_keys") else set()
         mapping = family.key_map(config, layout)
         try:  # read back from the names the checkpoint will hold and those its class always has
-            back = family.config_from_hf(hf_config, layout | {item.theirs for item in mapping})
+            back = read_config(family, hf_config, layout | {item.theirs for item in mapping})
         except (KeyError, ValueError) as error:  # farther than any number of fields differing
             rejected, differences = True, [f"the importer rejects it: {error}"]
         else:

@@ -22,6 +22,7 @@ import torch
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
@@ -43,7 +44,7 @@ class OffsetByOne:
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     activation = hf.get("hidden_activation") or hf.get("hidden_act") or "gelu_pytorch_tanh"
-    llama = {**hf, "hidden_act": activation, "tie_word_embeddings": hf.get("tie_word_embeddings", True)}
+    llama = overlay(hf, hidden_act=activation, tie_word_embeddings=hf.get("tie_word_embeddings", True))
     return dataclasses.replace(hf_llama.config_from_hf(llama, keys), embed_scale=True)
 
 

@@ -35,11 +35,17 @@ from typing import Any
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_gemma, hf_llama
 from glassformer.formats.hf_gemma import OffsetByOne
+from glassformer.formats.hf_rope import DEFAULT_BASE, read_rope
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
 NORM = re.compile(r"norm\.weight$")  # every norm of Gemma 2 and 3 is x / rms(x) * (1 + w)
 DEFAULT_PERIOD = {"gemma2": 2, "gemma3_text": 6}  # one global layer in every k, when no layer_types
+HARMLESS = {
+    "sliding_window_pattern": "layer_types says which layers are windowed, and is read first",
+    "_sliding_window_pattern": "layer_types says which layers are windowed, and is read first",
+}
 OURS = {  # their norm -> ours, in each block
     "input_layernorm": "attn_norm",
     "post_attention_layernorm": "attn_post_norm",
@@ -55,16 +61,18 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
             f"{kind} use_bidirectional_attention=True (an embedding model's encoder) is not supported: "
             "Glassformer reads Gemma as a causal decoder"
         )
-    scaling = hf.get("rope_scaling")
-    if scaling and scaling.get("rope_type", scaling.get("type")) == "default":
-        scaling = None  # "default" is no scaling
+    gemma3 = kind == "gemma3_text"
+    # Gemma 3's global layers and its windowed ones have RoPE settings of their own; Gemma 2's are one
+    base_default = DEFAULT_BASE.get(kind, 10000.0)
+    rope = read_rope(hf, default_base=base_default, layer_type="full_attention" if gemma3 else None)
+    local = read_rope(hf, scalings=(), layer_type="sliding_attention") if gemma3 else None
     activation = hf.get("hidden_activation") or hf.get("hidden_act") or "gelu_pytorch_tanh"
-    llama = {**hf, "hidden_act": activation, "rope_scaling": scaling, "use_sliding_window": False}
+    llama = overlay(hf, hidden_act=activation, use_sliding_window=False)
     base = hf_llama.config_from_hf(
-        {**llama, "tie_word_embeddings": hf.get("tie_word_embeddings", True)}, keys
+        overlay(llama, tie_word_embeddings=hf.get("tie_word_embeddings", True)), keys, rope=rope
     )
     window, every = _windows(hf)
-    gemma3 = kind == "gemma3_text"
+    attn_softcap = hf.get("attn_logit_softcapping")  # transformers' Gemma 3 never passes it to its attention
     scalar = hf.get("query_pre_attn_scalar", base.d_head)
     return base.replace(
         embed_scale=True,
@@ -73,11 +81,10 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         attn_scale=None if scalar == base.d_head else scalar**-0.5,
         attn_window=window,
         global_every=every,
-        # transformers' Gemma 3 never passes attn_logit_softcapping to its attention: read as no cap
-        attn_softcap=None if gemma3 else hf.get("attn_logit_softcapping"),
+        attn_softcap=None if gemma3 else attn_softcap,
         logit_softcap=hf.get("final_logit_softcapping"),
         qk_norm=gemma3,
-        rope_local_base=float(hf.get("rope_local_base_freq", 10000.0)) if gemma3 and window else None,
+        rope_local_base=local.base if local and window else None,
     )
 
 
@@ -138,8 +145,11 @@ def config_to_gemma3(config: ModelConfig) -> dict[str, Any]:
     layers' RoPE base and no attention soft-cap (HF's Gemma 3 applies none); q/k-norm is
     implied."""
     local_base = 10000.0 if config.rope_local_base is None else config.rope_local_base
+    hf = config_to_gemma2(config)
+    local = {"rope_type": "default", "rope_theta": local_base}
     return {
-        **config_to_gemma2(config),
+        **hf,
+        "rope_parameters": {"full_attention": hf["rope_parameters"], "sliding_attention": local},
         "model_type": "gemma3_text",
         "architectures": ["Gemma3ForCausalLM"],
         "attn_logit_softcapping": None,

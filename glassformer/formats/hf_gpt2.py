@@ -14,6 +14,14 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
 from glassformer.formats.key_map import Conv1D, Mapped
 
+NEUTRAL = {"scale_attn_weights": True, "tie_word_embeddings": True}  # the only values GPT-2 is read with
+HARMLESS = {
+    "summary_type": "GPT2DoubleHeadsModel's multiple-choice head, which is not read",
+    "summary_use_proj": "GPT2DoubleHeadsModel's multiple-choice head, which is not read",
+    "summary_proj_to_labels": "GPT2DoubleHeadsModel's multiple-choice head, which is not read",
+    "summary_activation": "GPT2DoubleHeadsModel's multiple-choice head, which is not read",
+    "reorder_and_upcast_attn": "float32 inside the attention in half precision: the same sums",
+}
 IGNORED = {
     r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias": "causal-mask buffers of old checkpoints",
     r"lm_head\.weight": "tied to the token embedding (checked by config)",

@@ -15,6 +15,7 @@ from typing import Any
 
 from glassformer.config import ModelConfig, llama_style
 from glassformer.formats.hf_config import hf_activation, hf_activation_name, special_id
+from glassformer.formats.hf_rope import DEFAULT_BASE, Rope, read_rope, rope_to_hf
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED = {
@@ -23,36 +24,10 @@ IGNORED = {
 }
 
 
-def hf_rope_scaling(config: ModelConfig) -> dict[str, Any] | None:
-    """config.json's ``rope_scaling`` for our linear or llama3 scaling (None without; NTK is
-    written as none, so that the export is refused on reading back)."""
-    if config.rope_scaling == "linear":
-        return {"rope_type": "linear", "factor": config.rope_scaling_factor}
-    if config.rope_scaling == "llama3":
-        return {
-            "rope_type": "llama3",
-            "factor": config.rope_scaling_factor,
-            "low_freq_factor": config.rope_low_freq_factor,
-            "high_freq_factor": config.rope_high_freq_factor,
-            "original_max_position_embeddings": config.rope_original_max_len,
-        }
-    return None
-
-
-def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    scaling, factor, llama3 = "none", 1.0, {}
-    rope_scaling = hf.get("rope_scaling")
-    if rope_scaling:
-        kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
-        if kind not in ("linear", "llama3"):
-            raise ValueError(f"rope_scaling type {kind!r} is not supported (only 'linear' and 'llama3')")
-        scaling, factor = kind, float(rope_scaling["factor"])
-        if kind == "llama3":  # Llama 3.1 and later
-            llama3 = {
-                "rope_low_freq_factor": float(rope_scaling["low_freq_factor"]),
-                "rope_high_freq_factor": float(rope_scaling["high_freq_factor"]),
-                "rope_original_max_len": int(rope_scaling["original_max_position_embeddings"]),
-            }
+def config_from_hf(hf: dict[str, Any], keys: set[str], rope: Rope | None = None) -> ModelConfig:
+    """Our config for a Llama-style ``hf``; ``rope``: settings a family read itself (Gemma 3's global
+    layers', Phi-3's partial rotary), else read here (linear or llama3 scaling, all features)."""
+    rope = rope or read_rope(hf, default_base=DEFAULT_BASE.get(hf["model_type"], 10000.0))
     window = _window(hf)
     qkv_bias = bool(hf.get("attention_bias", hf["model_type"] == "qwen2"))
     qk_norm = hf["model_type"] == "qwen3"  # Llama, Mistral and Qwen2 have none
@@ -73,10 +48,8 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         d_head=hf.get("head_dim") or hf["hidden_size"] // n_heads,
         d_ff=hf["intermediate_size"],
         max_seq_len=hf.get("max_position_embeddings", 2048),
-        rope_base=float(hf.get("rope_theta", 10000.0)),
-        rope_scaling=scaling,
-        rope_scaling_factor=factor,
-        **llama3,
+        **rope.fields(),
+        rotary_dim=rope.rotary_dim(hf.get("head_dim") or hf["hidden_size"] // n_heads),
         attn_window=window,
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,
@@ -96,15 +69,16 @@ def _window(hf: dict[str, Any]) -> int | None:
     Qwen2's and Qwen3's with ``use_sliding_window`` on the layers ``layer_types`` names (in
     older configs, those from ``max_window_layers`` on). A window on some layers only is refused."""
     window, kind = hf.get("sliding_window"), hf["model_type"]
-    if not window or not hf.get("use_sliding_window", kind in ("mistral", "phi3")):
-        return None
+    on = hf.get("use_sliding_window", kind in ("mistral", "phi3"))
     if kind not in ("qwen2", "qwen3"):
-        return window
+        return window if window and on else None
     first = hf.get("max_window_layers", 28)  # Qwen2Config's default
     n = hf["num_hidden_layers"]
     types = hf.get("layer_types") or [
         "sliding_attention" if i >= first else "full_attention" for i in range(n)
     ]
+    if not window or not on:
+        return None
     windowed = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     if len(windowed) not in (0, n):
         raise ValueError(
@@ -133,8 +107,7 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "head_dim": config.d_head,
         "intermediate_size": config.d_ff,
         "max_position_embeddings": config.max_seq_len,
-        "rope_theta": config.rope_base,
-        "rope_scaling": hf_rope_scaling(config),
+        **rope_to_hf(config),
         "attention_bias": config.qkv_bias,  # one flag for q, k, v and o
         "mlp_bias": config.ffn_bias,
         "hidden_act": "silu" if gate == "relu" else gate,  # no ReGLU: written as SwiGLU, so refused

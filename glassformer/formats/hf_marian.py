@@ -32,6 +32,11 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     for enc, dec in pairs:
         if hf[enc] != hf[dec]:
             raise ValueError(f"Marian with {enc}={hf[enc]} != {dec}={hf[dec]} is not supported")
+    if hf.get("decoder_vocab_size", hf["vocab_size"]) not in (None, hf["vocab_size"]):
+        raise ValueError(
+            f"Marian with decoder_vocab_size={hf['decoder_vocab_size']} != vocab_size={hf['vocab_size']} "
+            "(two vocabularies) is not supported"
+        )
     if not hf.get("share_encoder_decoder_embeddings", True) or not hf.get("tie_word_embeddings", True):
         raise ValueError("Marian without shared, tied embeddings is not supported")
     return ModelConfig(

@@ -22,9 +22,11 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
+HARMLESS = {"max_window_layers": "names windowed layers for use_sliding_window alone, which is refused"}
 
 # model_type -> (where the mixture sits in a layer, its experts' gate / up / down names)
 LAYOUTS = {
@@ -48,15 +50,16 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
             hf.get("shared_expert_intermediate_size", 0),
         )
         extra = {"qkv_bias": bool(hf.get("qkv_bias", True)), "out_bias": False}
-        if hf.get("use_sliding_window"):
-            raise ValueError("Qwen2-MoE with use_sliding_window=true is not supported")
+        windowed = any(kind != "full_attention" for kind in hf.get("layer_types") or [])
+        if hf.get("use_sliding_window") or windowed:
+            raise ValueError("Qwen2-MoE with a sliding window (use_sliding_window, layer_types) is refused")
     else:
         experts, expert_d_ff = hf["num_local_experts"], hf["intermediate_size"]
         normalize, shared = True, 0
         extra = {"attn_window": hf.get("sliding_window") or None}
     if experts < 1:  # a dense model is Llama's (export asked to write one as a mixture lands here)
         raise ValueError(f"{kind} with {experts} experts is not a mixture of experts")
-    dense = hf_llama.config_from_hf({**hf, "model_type": "llama", "sliding_window": None}, keys)
+    dense = hf_llama.config_from_hf(overlay(hf, sliding_window=None), keys)
     return dense.replace(
         d_ff=expert_d_ff,  # every layer is a mixture: no dense FFN uses intermediate_size
         n_experts=experts,

@@ -20,10 +20,9 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import (
     hf_activation,
     hf_activation_name,
-    partial_rotary,
-    rotary_fraction,
     special_id,
 )
+from glassformer.formats.hf_rope import read_rope, rope_to_hf, rotary_fraction
 from glassformer.formats.key_map import Mapped, with_bias
 
 IGNORED = {
@@ -49,8 +48,7 @@ class HeadsInterleaved:
 
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    if hf.get("rope_scaling"):
-        raise ValueError(f"GPT-NeoX rope_scaling={hf['rope_scaling']} is not supported")
+    rope = read_rope(hf, scalings=(), partial=0.25)  # GPTNeoXConfig's default fraction
     d, h = hf["hidden_size"], hf["num_attention_heads"]
     return ModelConfig(
         family="decoder",
@@ -61,8 +59,8 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         d_ff=hf["intermediate_size"],
         max_seq_len=hf["max_position_embeddings"],
         positions="rope",
-        rope_base=float(hf.get("rotary_emb_base", 10000.0)),
-        rotary_dim=partial_rotary(hf, "rotary_pct", 1.0),
+        rope_base=rope.base,
+        rotary_dim=rope.rotary_dim(d // h),
         parallel_residual=bool(hf.get("use_parallel_residual", True)),
         activation=hf_activation(hf.get("hidden_act", "gelu")),
         qkv_bias=bool(hf.get("attention_bias", True)),
@@ -90,9 +88,9 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "num_attention_heads": config.n_heads,
         "intermediate_size": config.d_ff,
         "max_position_embeddings": config.max_seq_len,
-        "rotary_emb_base": config.rope_base,
-        "rotary_pct": rotary_fraction(config.rotary_dim, config.d_head),
-        "rope_scaling": None,
+        **rope_to_hf(config.replace(rope_scaling="none"), partial=True),
+        "rotary_emb_base": config.rope_base,  # transformers 4.x's older names
+        "rotary_pct": rotary_fraction(config),
         "use_parallel_residual": config.parallel_residual,
         "hidden_act": hf_activation_name(config.activation),
         "attention_bias": config.qkv_bias,

@@ -23,13 +23,14 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped
 
 IGNORED = hf_llama.IGNORED
 
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    base = hf_llama.config_from_hf({**hf, "use_sliding_window": False}, keys)
+    base = hf_llama.config_from_hf(overlay(hf, use_sliding_window=False), keys)
     return base.replace(
         norm_placement="output",
         qk_norm=True,

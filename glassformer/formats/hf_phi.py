@@ -14,10 +14,9 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import (
     hf_activation,
     hf_activation_name,
-    partial_rotary,
-    rotary_fraction,
     special_id,
 )
+from glassformer.formats.hf_rope import read_rope, rope_to_hf
 from glassformer.formats.key_map import Mapped, stacked_qkv, with_bias
 
 IGNORED: dict[str, str] = {}
@@ -26,8 +25,7 @@ IGNORED: dict[str, str] = {}
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     if hf.get("qk_layernorm"):
         raise ValueError("Phi qk_layernorm=True is not supported")
-    if hf.get("rope_scaling"):
-        raise ValueError(f"Phi rope_scaling={hf['rope_scaling']} is not supported")
+    rope = read_rope(hf, scalings=(), partial=0.5)  # PhiConfig's default fraction
     d, h = hf["hidden_size"], hf["num_attention_heads"]
     return ModelConfig(
         family="decoder",
@@ -39,8 +37,8 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         d_ff=hf["intermediate_size"],
         max_seq_len=hf["max_position_embeddings"],
         positions="rope",
-        rope_base=float(hf.get("rope_theta", 10000.0)),
-        rotary_dim=partial_rotary(hf, "partial_rotary_factor", 0.5),
+        rope_base=rope.base,
+        rotary_dim=rope.rotary_dim(d // h),
         parallel_residual=True,
         shared_norm=True,
         activation=hf_activation(hf.get("hidden_act", "gelu_new")),
@@ -69,9 +67,7 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "num_key_value_heads": config.n_kv_heads,
         "intermediate_size": config.d_ff,
         "max_position_embeddings": config.max_seq_len,
-        "rope_theta": config.rope_base,
-        "rope_scaling": None,
-        "partial_rotary_factor": rotary_fraction(config.rotary_dim, config.d_head),
+        **rope_to_hf(config.replace(rope_scaling="none"), partial=True),
         "qk_layernorm": False,
         "hidden_act": hf_activation_name(config.activation),
         "layer_norm_eps": config.norm_eps,

@@ -17,18 +17,21 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_llama
-from glassformer.formats.hf_config import partial_rotary, rotary_fraction
+from glassformer.formats.hf_rope import read_rope, rope_to_hf
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped, TheirRows
 
 IGNORED = hf_llama.IGNORED
+HARMLESS = {  # config keys HF's Phi-3 has but never uses for the computation we read
+    "attention_bias": "Phi3Attention has no biases, whatever the config says",
+    "mlp_bias": "Phi3MLP has no biases, whatever the config says",
+    "original_max_position_embeddings": "read by longrope scaling alone, which is refused",
+}
 
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
-    # HF's Phi-3 has no attention_bias or mlp_bias: a config that names them is read without
-    llama = {key: value for key, value in hf.items() if key not in ("attention_bias", "mlp_bias")}
-    return hf_llama.config_from_hf(llama, keys).replace(
-        rotary_dim=partial_rotary(hf, "partial_rotary_factor", 1.0)
-    )
+    llama = overlay(hf, drop=tuple(HARMLESS))
+    return hf_llama.config_from_hf(llama, keys, rope=read_rope(hf, scalings=(), partial=1.0))
 
 
 def config_to_hf(config: ModelConfig) -> dict[str, Any]:
@@ -44,8 +47,7 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         **hf,
         "model_type": "phi3",
         "architectures": ["Phi3ForCausalLM"],
-        "rope_scaling": None,
-        "partial_rotary_factor": rotary_fraction(config.rotary_dim, config.d_head),
+        **rope_to_hf(config.replace(rope_scaling="none"), partial=True),
         "sliding_window": config.attn_window,
     }
 

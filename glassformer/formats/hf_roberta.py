@@ -16,8 +16,10 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.formats import hf_bert
+from glassformer.formats.hf_strict import overlay
 from glassformer.formats.key_map import Mapped, TheirRows
 
+NEUTRAL = hf_bert.NEUTRAL
 IGNORED = {
     r"(roberta\.)?embeddings\.(position_ids|token_type_ids)": "arange / zero buffers",
     r"lm_head\.decoder\.weight": "tied to the token embedding",
@@ -38,7 +40,7 @@ def _offset(pad_token_id: int | None) -> int:
 
 def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
     bert_keys = {_bert_name(key) for key in keys}
-    config = hf_bert.config_from_hf({**hf, "type_vocab_size": hf.get("type_vocab_size", 1)}, bert_keys)
+    config = hf_bert.config_from_hf(overlay(hf, type_vocab_size=hf.get("type_vocab_size", 1)), bert_keys)
     if config.mlm_head and config.activation != "gelu":
         raise ValueError(
             f"RoBERTa with hidden_act={hf.get('hidden_act')!r} and an MLM head is not supported: its head "

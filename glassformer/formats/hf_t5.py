@@ -14,6 +14,10 @@ from glassformer.config import ModelConfig
 from glassformer.formats.hf_config import special_id
 from glassformer.formats.key_map import Mapped, stacked_kv, stacked_qkv
 
+HARMLESS = {
+    "dense_act_fn": "derived from feed_forward_proj, which is read",
+    "is_gated_act": "derived from feed_forward_proj, which is read",
+}
 IGNORED = {
     r"(encoder|decoder)\.embed_tokens\.weight": "the same tensor as shared.weight",
     r"lm_head\.weight": "tied to shared.weight when tie_word_embeddings is true",
@@ -28,7 +32,14 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         raise ValueError(
             f"T5 feed_forward_proj={projection!r} is not supported; supported: relu, gelu, gated-gelu"
         )
-    tied = bool(hf.get("tie_word_embeddings", True))
+    # transformers 4.x: tie_word_embeddings both ties the head and scales its input (T5 v1.0) or
+    # neither (v1.1); 5.x says the scale apart, as scale_decoder_outputs, and writes
+    # tie_word_embeddings true always: its head is tied unless the checkpoint holds one of its own
+    tied, scaled = bool(hf.get("tie_word_embeddings", True)), hf.get("scale_decoder_outputs")
+    if scaled is None:
+        scaled = tied
+    else:
+        tied = "lm_head.weight" not in keys
     return ModelConfig(
         family="encoder_decoder",
         vocab_size=hf["vocab_size"],
@@ -51,7 +62,7 @@ def config_from_hf(hf: dict[str, Any], keys: set[str]) -> ModelConfig:
         norm_placement="pre",
         norm_eps=hf.get("layer_norm_epsilon", 1e-6),
         tie_embeddings=tied,
-        lm_head_input_scale=hf["d_model"] ** -0.5 if tied else 1.0,
+        lm_head_input_scale=hf["d_model"] ** -0.5 if scaled else 1.0,
         pad_token_id=special_id(hf, "pad_token_id"),
         eos_token_id=special_id(hf, "eos_token_id"),
         decoder_start_token_id=special_id(hf, "decoder_start_token_id"),  # None: start from <pad>
@@ -84,6 +95,7 @@ def config_to_hf(config: ModelConfig) -> dict[str, Any]:
         "feed_forward_proj": projection,
         "layer_norm_epsilon": config.norm_eps,
         "tie_word_embeddings": config.tie_embeddings,
+        "scale_decoder_outputs": config.lm_head_input_scale != 1.0,  # transformers 5.x's own key
         "pad_token_id": config.pad_token_id,
         "eos_token_id": config.eos_token_id,
         "decoder_start_token_id": config.decoder_start_token_id,

@@ -28,6 +28,11 @@ from glassformer.formats.key_map import Mapped, Unbatched, stacked_qkv, with_bia
 from glassformer.nn.patches import NO_VOCABULARY
 
 VISION = True  # export writes this family for vision models only (`hf_export.choose_family`)
+HARMLESS = {
+    "encoder_stride": "ViTForMaskedImageModeling's decoder, which is not read",
+    "pooler_output_size": "ViTModel's pooler, which is not read",
+    "pooler_act": "ViTModel's pooler, which is not read",
+}
 IGNORED = {
     r"(vit\.)?pooler\.dense\..*": "ViTModel's pooler (tanh of a dense layer on [CLS]): no part of the "
     "hidden states, and ViTForImageClassification does not use it",
