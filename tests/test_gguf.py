@@ -361,22 +361,27 @@ def test_unsupported_storage_is_refused_before_any_work(tmp_path, source, monkey
 
 
 def test_unsupported_architecture_is_named(tmp_path, source):
-    path = write_llama_gguf(source, tmp_path / "gpt2.gguf", Q.F16, arch="gpt2")
-    with pytest.raises(ValueError, match="GGUF architecture 'gpt2' is not supported; supported: llama"):
+    path = write_llama_gguf(source, tmp_path / "falcon.gguf", Q.F16, arch="falcon")
+    with pytest.raises(ValueError, match="GGUF architecture 'falcon' is not supported; supported: llama"):
         load_gguf(path)
 
 
 @pytest.mark.parametrize("slowest", [1.0, 8.0])
-def test_rope_frequency_factors_load_only_when_they_change_nothing(tmp_path, source, slowest):
-    """Llama 3.1's rope_freqs.weight: all ones is Llama 3.0's RoPE; else refused, not ignored."""
+def test_rope_frequency_factors_are_read_as_llama3_scaling(tmp_path, source, slowest):
+    """Llama 3.1's rope_freqs.weight: all ones is Llama 3.0's RoPE; the last 4 frequencies slowed
+    by 8 is a llama3 scaling whose blending lies between two frequencies (more in
+    tests/test_gguf_rope_freqs.py)."""
     factors = np.ones(LLAMA_METADATA["rope.dimension_count"] // 2, dtype=np.float32)
     factors[-4:] = slowest
     path = write_llama_gguf(source, tmp_path / "rope.gguf", Q.F32, extra={"rope_freqs.weight": factors})
+    net = load_gguf(path)[0]
     if slowest == 1.0:
-        assert load_gguf(path)[0].config.n_layers == 2
+        assert net.config.rope_scaling == "none"
     else:
-        with pytest.raises(ValueError, match=r"low frequencies by up to 8 .*rope_freqs.weight"):
-            load_gguf(path)
+        assert (net.config.rope_scaling, net.config.rope_scaling_factor) == ("llama3", 8.0)
+    plain = 1.0 / 10000.0 ** (torch.arange(0, D_HEAD, 2).float() / D_HEAD)
+    divided = plain / net.output_stack.rotary.inv_freq
+    torch.testing.assert_close(divided, torch.from_numpy(factors), atol=0, rtol=1e-5)
 
 
 TOO_LARGE = r"|this config makes a model of [\d,]+ parameters .* nothing was built"  # models/size.py

@@ -1,4 +1,5 @@
-"""Every GGUF architecture we read, at parity with our Hugging Face import of the same weights.
+"""Every GGUF decoder of the Llama lineage (and GPT-NeoX) we read, at parity with our Hugging Face
+import of the same weights (GPT-2, Phi-2, BERT and T5: ``tests/test_gguf_gpt2_phi2_bert_t5.py``).
 
 Each tiny random Hugging Face model (most are the builders of the HF parity tests) is written
 to GGUF the way llama.cpp's converter (``convert_hf_to_gguf.py``, its ``conversion/*.py``)
@@ -41,6 +42,7 @@ Q = gguf.GGMLQuantizationType
 TOKENS = [bytes_to_unicode(bytes([b])) for b in range(32, 32 + VOCAB)]  # printable ASCII, VOCAB tokens
 GEMMA = ("gemma", "gemma2", "gemma3")
 EXPERT = re.compile(r"model\.layers\.(\d+)\.(?:block_sparse_moe|mlp)\.experts\.(\d+)\.(\w+)\.weight")
+FUSED_EXPERTS = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)")
 WINDOW, ATTN_CAP, LOGIT_CAP = 4, 5.0, 3.0
 
 
@@ -159,6 +161,17 @@ def converted(model, arch: str):
             tensor = tensor + 1
         if arch == "gptneox" and ".query_key_value." in name:  # rows by head (h, 3, e) -> (3, h, e)
             tensor = tensor.reshape(h, 3, -1, *tensor.shape[1:]).transpose(0, 1).reshape(tensor.shape)
+        fused = FUSED_EXPERTS.fullmatch(name)  # transformers 5 keeps each layer's experts stacked
+        if fused:
+            layer, matrix = fused.groups()
+            stem = f"model.layers.{layer}.mlp.experts"
+            if matrix == "down_proj":
+                yield f"{stem}.down_proj.weight", tensor
+            else:  # [W_gate; W_up] per expert (n, 2f, d)
+                gate, up = tensor.chunk(2, dim=1)
+                yield f"{stem}.gate_proj.weight", gate.contiguous()
+                yield f"{stem}.up_proj.weight", up.contiguous()
+            continue
         expert = EXPERT.fullmatch(name)
         if expert:
             layer, j, matrix = expert.groups()
@@ -173,15 +186,32 @@ def converted(model, arch: str):
             yield f"model.layers.{layer}.mlp.experts.{matrix}.weight", stacked
 
 
+def rope_settings(hparams: dict) -> tuple[float, dict, float | None, float]:
+    """(rope_theta, rope_scaling, rope_local_base_freq, partial_rotary_factor) as config.json holds
+    them for the converter: transformers 5 moved them into rope_parameters (one set per layer
+    kind for Gemma 3)."""
+    params = hparams.get("rope_parameters") or {}
+    full, local = (
+        (params["full_attention"], params["sliding_attention"])
+        if "full_attention" in params
+        else (params, {})
+    )
+    theta = hparams.get("rope_theta") or full.get("rope_theta", 10000.0)
+    scaling = hparams.get("rope_scaling") or (full if full.get("rope_type", "default") != "default" else {})
+    local_base = hparams.get("rope_local_base_freq") or local.get("rope_theta")
+    return theta, scaling, local_base, hparams.get("rotary_pct") or full.get("partial_rotary_factor", 1.0)
+
+
 def write_metadata(writer: gguf.GGUFWriter, arch: str, config, extra: dict) -> None:
     """What each converter class's ``set_gguf_parameters`` writes (from config.json's keys)."""
     c, hparams = config, config.to_dict()
+    theta, scaling, local_base, rotary_fraction = rope_settings(hparams)
     if arch == "gptneox":  # GPTNeoXModel
         writer.add_context_length(c.max_position_embeddings)
         writer.add_embedding_length(c.hidden_size)
         writer.add_block_count(c.num_hidden_layers)
         writer.add_feed_forward_length(c.intermediate_size)
-        writer.add_rope_dimension_count(int(c.rotary_pct * (c.hidden_size // c.num_attention_heads)))
+        writer.add_rope_dimension_count(int(rotary_fraction * (c.hidden_size // c.num_attention_heads)))
         writer.add_head_count(c.num_attention_heads)
         writer.add_parallel_residual(c.use_parallel_residual)
         writer.add_layer_norm_eps(c.layer_norm_eps)
@@ -203,13 +233,12 @@ def write_metadata(writer: gguf.GGUFWriter, arch: str, config, extra: dict) -> N
             writer.add_final_logit_softcapping(c.final_logit_softcapping)
             writer.add_sliding_window(c.sliding_window)
         return
-    writer.add_rope_freq_base(c.rope_theta)  # TextModel.set_gguf_parameters
-    scaling = hparams.get("rope_scaling") or {}
+    writer.add_rope_freq_base(theta)  # TextModel.set_gguf_parameters
     if scaling.get("rope_type") == "linear":
         writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(scaling["factor"])
-    if hparams.get("rope_local_base_freq"):
-        writer.add_rope_freq_base_swa(c.rope_local_base_freq)
+    if local_base:
+        writer.add_rope_freq_base_swa(local_base)
     n_experts = hparams.get("num_local_experts") or hparams.get("num_experts")
     if n_experts:
         writer.add_expert_count(n_experts)
@@ -285,7 +314,10 @@ def pairs(tmp_path_factory):
 
 
 def test_every_architecture_is_tested():
-    assert {arch for _, arch, _ in MODELS.values()} == set(SUPPORTED_ARCHITECTURES)
+    from tests.test_gguf_gpt2_phi2_bert_t5 import MODELS as MORE
+
+    tested = {arch for _, arch, _ in MODELS.values()} | {arch for _, arch in MORE.values()}
+    assert tested == set(SUPPORTED_ARCHITECTURES)
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -418,7 +450,12 @@ def test_a_window_pattern_per_layer_is_read_when_it_is_periodic(tmp_path):
 @pytest.mark.parametrize(
     "arch, keys, tensors, message",
     [
-        ("falcon", {}, set(), "architecture 'falcon' is not supported; supported: llama, qwen2, .*gptneox"),
+        (
+            "falcon",
+            {},
+            set(),
+            "architecture 'falcon' is not supported; supported: llama, qwen2, .*gptneox, gpt2",
+        ),
         (
             "llama",
             {"rope_scaling_type": gguf.RopeScalingType.YARN, "rope_scaling_factor": 4.0},

@@ -35,12 +35,18 @@ time, into the parameter `glassformer.formats.gguf_architectures` maps it to. Ot
 dequantized.
 
 What each architecture (`SUPPORTED_ARCHITECTURES`: Llama / Mistral / Mixtral, Qwen2, Qwen3,
-Qwen2-MoE, Gemma 1-3, OLMo 2, Phi-3, GPT-NeoX) stores and how it becomes a `ModelConfig` is
-`gguf_architectures`' business: llama.cpp's converter permutes the rows of the Llama Q and K
-projections (it pairs RoPE features as (2i, 2i+1), where Hugging Face pairs (i, i + e/2)), and
-we undo that permutation so the weights fit our rotate-half RoPE, as Hugging Face does when it
-reads a GGUF file; Q, K and V are read into the three row blocks of our ``qkv_proj`` =
-[W_Q; W_K; W_V], and each expert of a mixture out of the one tensor that stacks them.
+Qwen2-MoE, Gemma 1-3, OLMo 2, Phi-3, GPT-NeoX, GPT-2, Phi-2, BERT, T5) stores and how it becomes
+a `ModelConfig` is `gguf_architectures`' business (the decoders' tensor names in
+`gguf_tensor_names`, BERT's and T5's in `gguf_encoders`, Llama 3.1's ``rope_freqs`` read back as
+its scaling's settings by `gguf_rope_freqs`): llama.cpp's converter permutes the rows of the
+Llama Q and K projections (it pairs RoPE features as (2i, 2i+1), where Hugging Face pairs (i,
+i + e/2)), and we undo that permutation so the weights fit our rotate-half RoPE, as Hugging Face
+does when it reads a GGUF file; Q, K and V are read into the three row blocks of our
+``qkv_proj`` = [W_Q; W_K; W_V], and each expert of a mixture out of the one tensor that stacks
+them.
+
+A ``bert`` or ``t5`` file loads without a tokenizer (None, with a warning): `gguf_vocab` builds
+byte-level BPE (``tokenizer.ggml.model`` "gpt2") only, not yet WordPiece or Unigram.
 
 The header (metadata and where each tensor lies) is read by our own parser,
 `glassformer.tokenizers.gguf_header`, without touching the tensors' data. A damaged file
@@ -51,7 +57,8 @@ a corrupted ``block_count`` cannot make us build a huge model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +70,12 @@ from glassformer.formats import gguf_blocks
 from glassformer.formats.gguf_architectures import (
     IGNORED_TENSORS,
     SUPPORTED_ARCHITECTURES,
-    RopeRows,
-    StoredRows,
     architecture,
     config_from_gguf,
     key_map,
-    unpermute_rope_rows,
 )
+from glassformer.formats.gguf_rope_freqs import llama3_settings
+from glassformer.formats.gguf_tensor_names import RopeRows, StoredRows, unpermute_rope_rows
 from glassformer.formats.key_map import Mapped, check_coverage
 from glassformer.models import build, build_meta
 from glassformer.models.size import ModelTooLarge
@@ -81,6 +87,13 @@ __all__ = ["SUPPORTED_ARCHITECTURES", "SUPPORTED_STORAGE", "load_gguf", "unpermu
 SUPPORTED_STORAGE = (
     "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"
 )  # fmt: skip
+
+
+# tokenizer.ggml.model kinds whose models load without a tokenizer (`gguf_vocab` builds "gpt2" only;
+# "llama", SentencePiece BPE, is refused with the model, as before)
+VOCABULARIES_NOT_READ = {"bert": "WordPiece", "t5": "SentencePiece Unigram"}
+# our stack's name (`ModelConfig.stacks`) -> the prefix of its blocks' tensor names
+BLOCK_PREFIXES = {"": "blk.", "encoder": "enc.blk.", "decoder": "dec.blk."}
 
 
 class UnsupportedStorageError(ValueError):
@@ -116,11 +129,14 @@ def _check_tensors(
     """The key map, once the file's tensors are found to be exactly those it expects, with our
     shapes: checked on the meta device, so a damaged header cannot make us allocate (or loop
     over) a huge model."""
-    blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
-    if config.n_layers != len(blocks):
-        raise ValueError(
-            f"{path}: the metadata says {config.n_layers} blocks, the file holds tensors for {len(blocks)}"
-        )
+    for stack in config.stacks:  # blk.i (one stack), or T5's enc.blk.i and dec.blk.i
+        prefix = BLOCK_PREFIXES[stack.name]
+        blocks = {name[len(prefix) :].split(".")[0] for name in tensors if name.startswith(prefix)}
+        if stack.layers != len(blocks):
+            raise ValueError(
+                f"{path}: the metadata says {stack.layers} blocks, the file holds tensors for {len(blocks)}"
+                + (f" ({stack.name})" if stack.name else "")
+            )
     mapping = key_map(config, arch, set(tensors))
     expected = {item.theirs for item in mapping}
     unknown = sorted(set(tensors) - expected - IGNORED_TENSORS)
@@ -149,21 +165,20 @@ def _check_tensors(
     return mapping
 
 
-def _check_rope_freqs(path: Path, stored: StoredTensor | None) -> None:
-    """Llama 3.1 and later store RoPE's per-frequency divisors (their "llama3" scaling, which
-    slows the low frequencies) as ``rope_freqs.weight``. All ones change nothing; anything else
-    is refused, since ignoring it would change every output."""
+def _rope_freqs(path: Path, config: ModelConfig, stored: StoredTensor | None) -> ModelConfig:
+    """``config`` with Llama 3.1's RoPE scaling where the file stores its divisors
+    (``rope_freqs.weight``; all ones: no scaling), recovered by `gguf_rope_freqs.llama3_settings`."""
     if stored is None:
-        return
+        return config
     with open(path, "rb") as handle:
-        factors = np.asarray(stored.read_rows(handle, 0, stored.rows), dtype=np.float32)
-    if not np.all(factors == 1.0):
+        divisors = np.asarray(stored.read_rows(handle, 0, stored.rows), dtype=np.float32)
+    settings = llama3_settings(divisors, config.rope_base, config.rotary_dim or config.d_head, str(path))
+    if settings and config.rope_scaling != "none":
         raise ValueError(
-            f"{path}: this model divides RoPE's low frequencies by up to {factors.max():g} (Llama 3.1's "
-            "'llama3' rope scaling, tensor rope_freqs.weight). A GGUF file stores those factors but not the "
-            "scaling's settings, which glassformer's RoPE needs (rope_scaling='llama3'), and ignoring them "
-            "would change every output: load the model's Hugging Face checkpoint with gf.from_hf instead."
+            f"{path}: the file scales RoPE twice: {config.rope_scaling} scaling in its metadata and "
+            "Llama 3.1's divisors in rope_freqs.weight"
         )
+    return replace(config, **settings) if settings else config
 
 
 def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -229,6 +244,7 @@ def _dequantize_into(target: torch.Tensor, handle, stored: StoredTensor, transfo
 
 def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
     """(model, tokenizer, chat template) from a GGUF file; weights dequantized to ``dtype``.
+    The tokenizer is None, with a warning, for the vocabulary kinds in `VOCABULARIES_NOT_READ`.
 
     Memory: the parsed metadata (a 49k-token vocabulary is ~10 MB of Python strings) is
     dropped before the model is allocated, and each tensor is read and dequantized in
@@ -238,11 +254,18 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
     header = _reader(path)
     try:
         meta = read_gguf_tokenizer(header)
-        tokenizer = meta.tokenizer()
+        tokenizer = None if meta.model in VOCABULARIES_NOT_READ else meta.tokenizer()
     except (ValueError, TypeError) as error:  # bad UTF-8, a merge of unknown tokens, ...
         if str(header.path) in str(error):  # gguf_vocab's own errors name the file
             raise
         raise ValueError(f"{path}: the GGUF tokenizer metadata is damaged: {error}") from None
+    if tokenizer is None:
+        warnings.warn(
+            f"{path}: loaded without its tokenizer: glassformer does not read GGUF's "
+            f"tokenizer.ggml.model={meta.model!r} vocabularies ({VOCABULARIES_NOT_READ[meta.model]}) yet; "
+            "give the model token ids",
+            stacklevel=2,
+        )
     tensors = header.tensors
     special = {
         "bos_token_id": meta.bos_token_id,
@@ -256,7 +279,7 @@ def load_gguf(path: str | Path, dtype: torch.dtype = torch.float32):
         raise ValueError(f"{path}: {error}") from None
     mapping = _check_tensors(Path(path), config, arch, tensors)
     stored = {name: StoredTensor.of(tensor) for name, tensor in tensors.items()}
-    _check_rope_freqs(Path(path), stored.get("rope_freqs.weight"))
+    config = _rope_freqs(Path(path), config, stored.get("rope_freqs.weight"))
     chat_template = meta.chat_template
     del header, meta, tensors  # the metadata goes before the weights come
     net = build(config, initialize=False, dtype=dtype)  # every weight is overwritten below
