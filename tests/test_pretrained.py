@@ -13,6 +13,8 @@ from glassformer.formats.registry import resolve
 transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
 
+# max |ours - HF| / max |logit| for SmolLM2's GGUF (README, Faithfulness): measured 1.1e-6 to 4.7e-6
+RELATIVE_BOUND = 2e-5
 PROMPTS = ["The capital of France is", "def fibonacci(n):\n    ", "Once upon a time, 3 bears"]
 SENTENCES = [
     "A man is eating food.",
@@ -41,12 +43,13 @@ def test_smollm2_logits_match_hf(smollm):
         3,
         576,
     )
-    for prompt in PROMPTS:
+    for prompt in [*PROMPTS, "Hello"]:  # one token: the decode product's path
         ids = torch.tensor([ours.tokenizer.encode(prompt)])
         with torch.no_grad():
-            diff = (ours.net(ids) - hf(ids).logits).abs().max().item()
-        print(f"{prompt!r}: max abs logit difference {diff:.2e}")
-        assert diff <= 1e-3
+            theirs = hf(ids).logits
+            diff, scale = (ours.net(ids) - theirs).abs().max().item(), theirs.abs().max().item()
+        print(f"{prompt!r}: max abs logit difference {diff:.2e}, max |logit| {scale:.1f}: {diff / scale:.1e}")
+        assert diff <= RELATIVE_BOUND * scale  # float32 sums in another order: the README's bound
 
 
 def test_smollm2_64_greedy_tokens_match_hf(smollm):
