@@ -202,3 +202,31 @@ def test_partial_rotary_where_the_family_has_none_is_refused():
     hf = _with_rope(_written_by_5("llama"), partial_rotary_factor=0.5)
     with pytest.raises(ValueError, match="partial_rotary_factor=0.5 is not supported for llama"):
         read_config(reader("llama"), hf, set())
+
+
+def _every_builder() -> dict:
+    """name -> a function making the tiny HF model, from every parity test module."""
+    from tests import test_hf_parity, test_hf_parity_gemma2_olmo2, test_moe, test_vit
+
+    builders = dict(test_hf_parity.BUILDERS)
+    builders |= {name: build for name, (build, _) in test_hf_parity_gemma2_olmo2.BUILDERS.items()}
+    builders |= dict(test_moe.BUILDERS)
+    return builders | {"vit": test_vit.hf_classifier}
+
+
+EVERY = _every_builder()
+
+
+@pytest.mark.parametrize("name", list(EVERY))
+def test_a_folder_saved_by_transformers_reads_as_its_model_object(name, tmp_path):
+    """The parity tests compare HF's model objects with ours; a checkpoint folder the installed
+    transformers saved (its config.json schema, its tensor names: fused experts turned back) gives
+    the same model, parameter for parameter, so the parity holds for files too."""
+    torch.manual_seed(0)
+    hf = EVERY[name]().eval()
+    hf.save_pretrained(tmp_path)
+    from_folder, from_object = gf.from_hf(tmp_path).net, gf.from_hf(hf).net
+    assert from_folder.config == from_object.config
+    folder, obj = from_folder.state_dict(), from_object.state_dict()
+    assert folder.keys() == obj.keys()
+    assert all(torch.equal(folder[key], obj[key]) for key in folder), name
