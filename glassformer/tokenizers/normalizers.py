@@ -5,7 +5,11 @@ A normalizer is a list of steps, applied in order:
 
 * ``NFC`` / ``NFKC`` / ``NFD`` / ``NFKD``: Unicode normalization forms (Qwen 2.5 and 3: NFC);
 * ``Replace``: every occurrence of a literal string by another (SentencePiece: " " -> "▁");
-* ``Prepend``: a string before a non-empty text (Llama 2: "▁").
+* ``Prepend``: a string before a non-empty text (Llama 2: "▁");
+* ``Replace`` of a ``Regex`` pattern (T5: runs of spaces ``" {2,}"`` -> "▁"), read by ``regex``;
+* ``Strip``: whitespace off the left and/or right end (T5: the right);
+* ``Precompiled``: SentencePiece's compiled rules, e.g. nmt_nfkc (T5, mT5, ALBERT, XLM-R;
+  `glassformer.tokenizers.precompiled`).
 
 An empty ``Sequence`` (DeepSeek-V3) is no step at all. Any other kind is refused by name.
 `Normalizer.aligned` also gives, for each character of the result, the span of the original
@@ -27,8 +31,18 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+import regex
+
+from glassformer.tokenizers.precompiled import Precompiled
+
 UNICODE_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 Spans = list[tuple[int, int]]  # per character of a text: the (start, end) it came from in the original
+# what HF's Strip removes: Rust's char::is_whitespace (White_Space), narrower than str.isspace
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
 
 
 def refuse(source: str, part: str, value: Any, expected: str) -> ValueError:
@@ -40,14 +54,15 @@ def refuse(source: str, part: str, value: Any, expected: str) -> ValueError:
 
 @dataclass(frozen=True)
 class Normalizer:
-    """The steps ``(kind, *arguments)``: ("NFC",), ("Replace", old, new), ("Prepend", text)."""
+    """The steps ``(kind, *arguments)``: ("NFC",), ("Replace", old, new), ("Prepend", text),
+    ("ReplaceRegex", pattern, new), ("Strip", left, right), ("Precompiled", base64 charsmap)."""
 
-    steps: tuple[tuple[str, ...], ...] = ()
+    steps: tuple[tuple[Any, ...], ...] = ()
 
     @classmethod
     def from_hf(cls, spec: dict[str, Any] | None, source: str = "tokenizer.json") -> Normalizer:
         """A normalizer from its HF ``tokenizer.json`` object (None: no normalizer)."""
-        expected = "NFC, NFKC, NFD, NFKD, Replace (a String pattern), Prepend, or a Sequence of them"
+        expected = "NFC, NFKC, NFD, NFKD, Replace, Prepend, Strip, Precompiled, or a Sequence of them"
         if spec is None:
             return cls()
         kind = spec.get("type") if isinstance(spec, dict) else None
@@ -62,8 +77,24 @@ class Normalizer:
             if not spec["pattern"]["String"]:
                 raise refuse(source, "normalizer", spec, "a Replace of a non-empty string")
             return cls((("Replace", spec["pattern"]["String"], spec["content"]),))
+        if kind == "Replace" and set(spec.get("pattern") or {}) == {"Regex"}:
+            try:
+                regex.compile(spec["pattern"]["Regex"])
+            except regex.error as error:
+                raise refuse(source, "normalizer", spec, f"a Regex Python's regex reads ({error})") from None
+            return cls((("ReplaceRegex", spec["pattern"]["Regex"], spec["content"]),))
         if kind == "Prepend":
             return cls((("Prepend", spec["prepend"]),))
+        if kind == "Strip":
+            return cls((("Strip", bool(spec.get("strip_left", True)), bool(spec.get("strip_right", True))),))
+        if kind == "Precompiled":
+            try:
+                Precompiled.from_base64(spec.get("precompiled_charsmap") or "")
+            except ValueError as error:
+                raise refuse(
+                    source, "normalizer", spec, f"a readable precompiled_charsmap ({error})"
+                ) from None
+            return cls((("Precompiled", spec["precompiled_charsmap"]),))
         raise refuse(source, "normalizer", spec, expected)
 
     def to_hf(self) -> dict[str, Any] | None:
@@ -83,8 +114,10 @@ class Normalizer:
                 text = unicodedata.normalize(kind, text)
             elif kind == "Replace":
                 text = text.replace(arguments[0], arguments[1])
-            elif text:  # Prepend: HF prepends to a non-empty text only
-                text = arguments[0] + text
+            elif kind == "Prepend":
+                text = arguments[0] + text if text else text  # HF prepends to a non-empty text only
+            else:
+                text = self._other_step(kind, arguments, text, None)[0]
         return text
 
     def aligned(self, text: str, start: int = 0) -> tuple[str, Spans]:
@@ -96,9 +129,26 @@ class Normalizer:
                 text, spans = _unicode_form(kind, text, spans)
             elif kind == "Replace":
                 text, spans = _replace(text, spans, *arguments)
-            elif text:
-                text, spans = arguments[0] + text, [spans[0]] * len(arguments[0]) + spans
+            elif kind == "Prepend":
+                if text:
+                    text, spans = arguments[0] + text, [spans[0]] * len(arguments[0]) + spans
+            else:
+                text, spans = self._other_step(kind, arguments, text, spans)
         return text, spans
+
+    @staticmethod
+    def _other_step(kind: str, arguments: list, text: str, spans: Spans | None) -> tuple[str, Spans]:
+        """ReplaceRegex, Strip, Precompiled (``spans`` None: the text alone is wanted)."""
+        spans = [(i, i + 1) for i in range(len(text))] if spans is None else spans
+        if kind == "Precompiled":
+            return Precompiled.from_base64(arguments[0]).aligned(text, spans)
+        if kind == "Strip":
+            left, right = arguments
+            start = len(text) - len(text.lstrip(WHITESPACE)) if left else 0
+            end = len(text.rstrip(WHITESPACE)) if right else len(text)
+            end = max(start, end)
+            return text[start:end], spans[start:end]
+        return _replace_regex(text, spans, *arguments)
 
 
 def _step_to_hf(step: tuple[str, ...]) -> dict[str, Any]:
@@ -107,6 +157,12 @@ def _step_to_hf(step: tuple[str, ...]) -> dict[str, Any]:
         return {"type": "Replace", "pattern": {"String": arguments[0]}, "content": arguments[1]}
     if kind == "Prepend":
         return {"type": "Prepend", "prepend": arguments[0]}
+    if kind == "ReplaceRegex":
+        return {"type": "Replace", "pattern": {"Regex": arguments[0]}, "content": arguments[1]}
+    if kind == "Strip":
+        return {"type": "Strip", "strip_left": arguments[0], "strip_right": arguments[1]}
+    if kind == "Precompiled":
+        return {"type": "Precompiled", "precompiled_charsmap": arguments[0]}
     return {"type": kind}
 
 
@@ -142,6 +198,27 @@ def _replace(text: str, spans: Spans, old: str, new: str) -> tuple[str, Spans]:
         span = (spans[found][0], spans[found + len(old) - 1][1])
         new_spans += [span] * len(new)
         position = found + len(old)
+    parts.append(text[position:])
+    new_spans += spans[position:]
+    return "".join(parts), new_spans
+
+
+def _replace_regex(text: str, spans: Spans, pattern: str, new: str) -> tuple[str, Spans]:
+    """Every match of ``pattern`` replaced by ``new``, whose characters take the match's span (an
+    empty match: the span of the character after it, or before it at the end)."""
+    parts, new_spans, position = [], [], 0
+    for match in regex.finditer(pattern, text):
+        start, end = match.span()
+        parts.append(text[position:start])
+        new_spans += spans[position:start]
+        parts.append(new)
+        if start < end:
+            span = (spans[start][0], spans[end - 1][1])
+        else:
+            near = spans[start] if start < len(spans) else spans[-1] if spans else (0, 0)
+            span = (near[0], near[0]) if start < len(spans) else (near[1], near[1])
+        new_spans += [span] * len(new)
+        position = end
     parts.append(text[position:])
     new_spans += spans[position:]
     return "".join(parts), new_spans
