@@ -105,7 +105,7 @@ REFUSALS = [
         {"type": "ByteLevel"}]}, "Sideways"),
     (_sentencepiece_file, ("model", "continuing_subword_prefix"), "##", "continuing_subword_prefix"),
     (_sentencepiece_file, ("pre_tokenizer", "prepend_scheme"), "sometimes", "sometimes"),
-    (_sentencepiece_file, ("normalizer",), SPACES | {"pattern": {"Regex": " +"}}, "Regex"),
+    (_sentencepiece_file, ("normalizer",), SPACES | {"pattern": {"Regex": "( +"}}, "Regex"),
     (_sentencepiece_file, ("normalizer",), {"type": "Precompiled"}, "Precompiled"),
     (_sentencepiece_file, ("decoder",), {"type": "CTC"}, "CTC"),
     (_sentencepiece_file, ("added_tokens",), [ADDED | {"lstrip": True}], "lstrip"),

@@ -1,14 +1,19 @@
-"""The tokenizer stored in a ``.gguf`` file's metadata, as a `ByteBPE`.
+"""The tokenizer stored in a ``.gguf`` file's metadata: a `ByteBPE` (``"gpt2"``), a
+`SentencePieceBPE` (``"llama"``) or a `Unigram` (``"t5"``; the last two by `gguf_sentencepiece`).
 
 llama.cpp keeps the tokenizer beside the weights under ``tokenizer.ggml.*`` keys:
 
 ==============================  ==================================================
-``tokenizer.ggml.model``        the algorithm: ``"gpt2"`` is byte-level BPE
+``tokenizer.ggml.model``        the algorithm: ``"gpt2"`` byte-level BPE, ``"llama"`` SentencePiece
+                                BPE, ``"t5"`` SentencePiece Unigram; any other is refused
 ``tokenizer.ggml.pre``          which pre-tokenizer regex (``"smollm"``, ``"gpt-2"``, ...)
 ``tokenizer.ggml.tokens``       every token, in GPT-2's byte-to-unicode form, id = index
 ``tokenizer.ggml.token_type``   1 normal, 3 control (``<|im_start|>``), 4 user-defined, ...
 ``tokenizer.ggml.merges``       ``"Ġ t"``: the merge list, highest priority first
 ``tokenizer.ggml.*_token_id``   bos, eos, padding, unknown
+``tokenizer.ggml.scores``       SentencePiece's score per token ("llama", "t5")
+``precompiled_charsmap``        ``tokenizer.ggml.*``: SentencePiece's normalization rules ("t5")
+``add_space_prefix``            ``tokenizer.ggml.*``: "▁" before the text ("llama", "t5")
 ==============================  ==================================================
 
 Only the header is read (`gguf_header`: no tensor data, nothing dequantized). Control
@@ -25,12 +30,14 @@ and user-defined tokens become special tokens, the rest the byte-level vocabular
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from glassformer.tokenizers.base import Tokenizer
 from glassformer.tokenizers.bpe import ByteBPE
 from glassformer.tokenizers.byte_unicode import unicode_to_bytes
 from glassformer.tokenizers.gguf_header import GGUFHeader, read_gguf_header
+from glassformer.tokenizers.gguf_sentencepiece import sentencepiece_bpe_from_gguf, unigram_from_gguf
 
 # llama.cpp's `tokenizer.ggml.pre` names -> our pattern names. Only those checked against a
 # reference are listed (llama.cpp gives several others, e.g. "starcoder", the same regexes).
@@ -39,6 +46,7 @@ PRE_PATTERNS = {
     "smollm": "smollm",  # every digit alone, then GPT-2's regex
 }
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
+SENTENCEPIECE_KINDS = {"llama": sentencepiece_bpe_from_gguf, "t5": unigram_from_gguf}
 SPECIAL_TYPES = (CONTROL, USER_DEFINED)
 
 
@@ -58,14 +66,23 @@ class GGUFTokenizer:
     unk_token_id: int | None = None
     add_bos_token: bool | None = None
     chat_template: str | None = None
+    scores: list[float] = field(default_factory=list)
+    precompiled_charsmap: list[int] | None = None
+    add_space_prefix: bool | None = None
+    remove_extra_whitespaces: bool | None = None
 
-    def tokenizer(self, pattern: str | None = None) -> ByteBPE:
-        """The `ByteBPE`; ``pattern`` overrides the one named by ``tokenizer.ggml.pre``."""
+    def tokenizer(self, pattern: str | None = None) -> Tokenizer:
+        """The tokenizer of this vocabulary; ``pattern`` (byte-level BPE only) overrides the one
+        named by ``tokenizer.ggml.pre``."""
+        if self.model in SENTENCEPIECE_KINDS:
+            if pattern is not None:
+                raise ValueError(f"pattern= is for byte-level BPE ('gpt2'), not a {self.model!r} vocabulary")
+            return SENTENCEPIECE_KINDS[self.model](self)
         if self.model != "gpt2":
             raise ValueError(
                 f"{self.source}: tokenizer.ggml.model={self.model!r} is not supported; glassformer "
-                "reads byte-level BPE ('gpt2': GPT-2, SmolLM2, Llama 3, Qwen2), not SentencePiece "
-                "('llama') or the others"
+                "reads 'gpt2' (byte-level BPE: GPT-2, SmolLM2, Llama 3, Qwen2), 'llama' (SentencePiece "
+                "BPE: Llama 2, Mistral 7B, Gemma, Phi-3) and 't5' (SentencePiece Unigram: T5)"
             )
         if pattern is None:
             if self.pre not in PRE_PATTERNS:
@@ -130,9 +147,13 @@ def read_gguf_tokenizer(source: str | Path | GGUFHeader) -> GGUFTokenizer:
         unk_token_id=get("tokenizer.ggml.unknown_token_id"),
         add_bos_token=get("tokenizer.ggml.add_bos_token"),
         chat_template=get("tokenizer.chat_template"),
+        scores=get("tokenizer.ggml.scores", []),
+        precompiled_charsmap=get("tokenizer.ggml.precompiled_charsmap"),
+        add_space_prefix=get("tokenizer.ggml.add_space_prefix"),
+        remove_extra_whitespaces=get("tokenizer.ggml.remove_extra_whitespaces"),
     )
 
 
-def from_gguf(source: str | Path | GGUFHeader, pattern: str | None = None) -> ByteBPE:
-    """The `ByteBPE` of a GGUF file (a path or its `GGUFHeader`)."""
+def from_gguf(source: str | Path | GGUFHeader, pattern: str | None = None) -> Tokenizer:
+    """The tokenizer of a GGUF file (a path or its `GGUFHeader`)."""
     return read_gguf_tokenizer(source).tokenizer(pattern)
