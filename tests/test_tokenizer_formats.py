@@ -302,8 +302,8 @@ def test_bad_files_give_clear_errors(tmp_path):
     (tmp_path / "fake.gguf").write_bytes(b"not a gguf file at all")
     with pytest.raises(ValueError, match="not a readable GGUF"):
         from_gguf(tmp_path / "fake.gguf")
-    with pytest.raises(ValueError, match="tokenizer.ggml.model='llama' is not supported"):
-        from_gguf(_write_gguf(tmp_path / "spm.gguf", model="llama"))
+    with pytest.raises(ValueError, match="tokenizer.ggml.model='rwkv' is not supported"):
+        from_gguf(_write_gguf(tmp_path / "rwkv.gguf", model="rwkv"))
     with pytest.raises(ValueError, match="tokenizer.ggml.pre='qwen2' .* Pass pattern="):
         from_gguf(_write_gguf(tmp_path / "qwen.gguf", pre="qwen2"))
     assert from_gguf(tmp_path / "qwen.gguf", pattern="gpt2").pattern == "gpt2"
