@@ -201,7 +201,7 @@ def pairs(tmp_path_factory):
                 elif key.endswith(("norm.weight", "LayerNorm.weight", "ln_1.weight", "ln_2.weight")):
                     param.normal_(1.0, 0.3)
         net, tokenizer, _ = load_gguf(write_gguf(hf, folder / f"{name}.gguf", arch))
-        assert (tokenizer is None) == (arch in ("bert", "t5"))  # their vocabularies are not read yet
+        assert (tokenizer is None) == (arch == "bert")  # BERT's respelled WordPiece is not read yet
         out[name] = (hf, net, gf.from_hf(hf).net)
     return out
 
@@ -250,7 +250,7 @@ def test_a_gpt2_head_stored_as_a_copy_of_the_embedding_is_read_as_a_head(pairs, 
         assert torch.equal(net(ids), ours(ids))
 
 
-def test_bert_and_t5_load_without_their_tokenizer_and_say_so(pairs, tmp_path):
+def test_bert_loads_without_its_tokenizer_and_says_so(pairs, tmp_path):
     hf, _, _ = pairs["bert"]
     path = write_gguf(hf, tmp_path / "bert.gguf", "bert")
     with pytest.warns(UserWarning, match=r"bert.gguf: loaded without its tokenizer: .*'bert' .*WordPiece"):
@@ -266,6 +266,17 @@ def test_gpt2_generates_from_gf_load(pairs, tmp_path):
     with torch.no_grad():
         assert (lm.net(ids) - ours(ids)).abs().max().item() <= 1e-5
     assert len(lm.generate("the cat", max_new_tokens=4, temperature=0)) == 4
+
+
+def test_t5_loads_with_its_unigram_vocabulary(pairs, tmp_path):
+    """The ``t5`` vocabulary (pieces and their scores) is read as a Unigram tokenizer: each word of
+    the vocabulary, spelled with its leading space, is its own piece, and </s> ends the text."""
+    hf, _, _ = pairs["t5"]
+    lm = gf.load(write_gguf(hf, tmp_path / "t5.gguf", "t5"))
+    assert lm.tokenizer.kind == "unigram"
+    words = TOKENS[3:6]
+    ids = lm.tokenizer.encode(" ".join(words))
+    assert ids[: len(words)] == [3, 4, 5] and lm.tokenizer.decode(ids[: len(words)]) == " ".join(words)
 
 
 def test_t5_blocks_are_counted_per_stack(pairs, tmp_path):

@@ -221,7 +221,7 @@ def test_tokenizer_is_written_when_it_can_be(tmp_path):
     chars = CharTokenizer.from_text(text)
     done = gf.LanguageModel(net, chars).save_hf(tmp_path / "chars")  # the facade's own: a note
     assert "tokenizer.json" not in done.files
-    assert done.notes and "byte-level BPE and WordPiece" in done.notes[0]
+    assert done.notes and "byte-level BPE, WordPiece, SentencePiece BPE and Unigram" in done.notes[0]
     with pytest.raises(ValueError, match="cannot write the tokenizer"):  # asked for: an error
         save_hf(net, tmp_path / "chars-explicit", chars)
 

@@ -48,9 +48,23 @@ def hub(models, tmp_path, monkeypatch):
         hub.add("owner/tiny", models[1], revision="v2")
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-        for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
             monkeypatch.delenv(name, raising=False)
+        offline(monkeypatch, False)
         yield hub
+
+
+def offline(monkeypatch, on: bool) -> None:
+    """$HF_HUB_OFFLINE as a user sets it before starting Python: huggingface_hub reads it once, at
+    import (its ``constants``), and the test suite imported it long ago with the variable set."""
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    if on:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", on)
 
 
 def logits(lm: gf.LanguageModel) -> torch.Tensor:
@@ -112,16 +126,16 @@ def test_offline_a_warm_cache_is_enough(hub, models, monkeypatch):
     gf.load("owner/tiny@v2")
     hub.stop()
     hub.requests.clear()
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline(monkeypatch, True)
     assert torch.equal(logits(gf.load("owner/tiny")), logits(gf.load(models[0])))
     assert torch.equal(logits(gf.load("owner/tiny", revision="v2")), logits(gf.load(models[1])))
     assert hub.requests == []
-    monkeypatch.delenv("HF_HUB_OFFLINE")  # no network at all: the cache answers too
+    offline(monkeypatch, False)  # no network at all: the cache answers too
     assert torch.equal(logits(gf.load("owner/tiny")), logits(gf.load(models[0])))
 
 
 def test_offline_a_cold_cache_names_the_command_that_fetches(hub, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline(monkeypatch, True)
     with pytest.raises(FileNotFoundError) as missing:
         gf.load("owner/tiny@v2")
     message = str(missing.value)
@@ -141,7 +155,7 @@ def test_without_a_network_a_cold_cache_says_the_hub_was_unreachable(monkeypatch
         port = unused.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    offline(monkeypatch, False)
     with pytest.raises(FileNotFoundError) as missing:
         gf.load("owner/tiny")
     message = str(missing.value)

@@ -215,7 +215,7 @@ def tokenizer_files(tokenizer: Any, config: ModelConfig) -> dict[str, str]:
     """``tokenizer.json`` and a ``tokenizer_config.json`` naming the generic fast tokenizer
     (so ``AutoTokenizer`` does not apply a family's defaults, e.g. Llama's ``<s>``) and the
     special tokens the config and the tokenizer use ([CLS], [SEP], [MASK], [UNK] of a
-    WordPiece). TypeError for tokenizers other than byte-level BPE and WordPiece."""
+    WordPiece). TypeError for tokenizers `to_hf_json` does not write (characters)."""
     from glassformer.tokenizers.hf_json import to_hf_dict
 
     text = json.dumps(to_hf_dict(tokenizer), ensure_ascii=False, indent=1)

@@ -43,8 +43,8 @@ from glassformer.tokenizers.normalizers import Normalizer
 from glassformer.tokenizers.sentencepiece_bpe import SentencePieceBPE
 from glassformer.tokenizers.unigram import Unigram
 
-# ``info`` below is a `glassformer.tokenizers.gguf_vocab.GGUFTokenizer` (not imported: gguf_vocab
-# imports this module)
+# ``info`` below is the GGUFTokenizer of the module gguf_vocab, which imports this one (so this one
+# cannot import it)
 GGUFTokenizer = Any
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
