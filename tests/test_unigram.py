@@ -124,3 +124,28 @@ def test_the_workshop_shows_the_lattice():
     assert answer["kind"] == "unigram" and answer["ids"] == tok.encode("ab a")
     assert [piece["tokens"] for piece in answer["pieces"]] == [[" ", "ab"], [" a"]]
     assert json.loads(json.dumps(answer)) == answer
+
+
+def test_the_page_draws_the_lattice_as_a_reader_sees_it(trained, browser):
+    """In the workshop, a Unigram's pieces show "▁" as the visible space ␣ everywhere (tokens,
+    lattice, best path), as byte-level tokens do."""
+    from urllib.parse import urlencode
+
+    import glassformer as gf
+    from glassformer.workshop.server import create_app
+    from tests.conftest import tiny_model
+    from tests.workshop_server import log_in, serving
+
+    ours, _, _ = trained
+    lm = gf.LanguageModel(tiny_model(vocab_size=ours.vocab_size), ours)
+    with serving(create_app({"uni": lm})) as url:
+        page = browser.new_page()
+        log_in(page, url)
+        page.goto(f"{url}?{urlencode({'model': 'uni', 'text': 'The fox 中文', 'level': 'intermediate'})}")
+        page.wait_for_selector('body[data-walks="1"]', state="attached")
+        page.click("#tokens .tokenization summary")
+        page.wait_for_selector('#tokens .tokenization[data-state="ready"]', state="attached")
+        drawn = page.locator("#tokens .tokenization").inner_text()
+        assert "Viterbi" in drawn and "best path: ␣" in drawn and "\u2581" not in drawn
+        assert page.locator("#tokens .tk-text").first.inner_text() == "\u2018␣The\u2019"
+        page.close()

@@ -13,23 +13,33 @@ import { quoted, tokenText } from "./format.js";
 
 const SHOWN_PIECES = 200; // the rest is counted, not drawn
 
+// SentencePiece's pieces (SentencePiece BPE, Unigram) are spelled with "▁" for a space and
+// <0xE4> for a byte of byte fallback: shown as a reader sees a token, ␣ and ⟨E4⟩
+const SENTENCEPIECE = new Set(["sentencepiece_bpe", "unigram"]);
+
+function pieceText(kind, text) {
+  if (!SENTENCEPIECE.has(kind)) return tokenText(text);
+  return tokenText(text.replaceAll("\u2581", " ").replace(/<0x([0-9A-F]{2})>/g, "\u27e8$1\u27e9"));
+}
+
 function steps(kind, piece) {
+  const shown = (text) => pieceText(kind, text);
   if (piece.special && kind !== "char" && kind !== "wordpiece") return [el("li", {}, "a special token, kept whole")];
   if (kind === "unigram") {
     return [
       ...piece.steps.map((s) => el("li", { class: s.best ? "tk-merge tk-best" : "tk-merge" },
-        `at ${s.at}: `, el("code", {}, tokenText(s.piece)), ` log p = ${s.score.toFixed(2)}`,
+        `at ${s.at}: `, el("code", {}, shown(s.piece)), ` log p = ${s.score.toFixed(2)}`,
         s.unknown ? " (unknown)" : "", s.best ? " ← on the best path" : "")),
-      el("li", {}, `best path: ${piece.parts.map(tokenText).join(" + ")}, sum of log p = ${piece.score.toFixed(2)}`),
+      el("li", {}, `best path: ${piece.parts.map(shown).join(" + ")}, sum of log p = ${piece.score.toFixed(2)}`),
     ];
   }
   if (kind === "bpe" || kind === "sentencepiece_bpe") {
     return [
-      el("li", { class: "tk-start" }, kind === "bpe" ? "bytes: " : "characters: ", piece.parts.map((p) => el("code", {}, tokenText(p)))),
+      el("li", { class: "tk-start" }, kind === "bpe" ? "bytes: " : "characters: ", piece.parts.map((p) => el("code", {}, shown(p)))),
       ...piece.steps.map((s) => el("li", { class: "tk-merge", dataset: { rank: s.rank } },
-        "merge ", el("code", {}, s.merge.map(tokenText).join(" + ")), ` (rank ${s.rank}) → `,
+        "merge ", el("code", {}, s.merge.map(shown).join(" + ")), ` (rank ${s.rank}) → `,
         // a long piece's steps name where the merge happened instead of listing every part
-        s.parts ? s.parts.map((p) => el("code", {}, tokenText(p))) : `one part at byte ${s.at}`)),
+        s.parts ? s.parts.map((p) => el("code", {}, shown(p))) : `one part at byte ${s.at}`)),
     ];
   }
   if (kind === "wordpiece") {
@@ -43,7 +53,7 @@ function steps(kind, piece) {
 
 function pieceRow(kind, piece) {
   return el("li", { class: "tk-piece", dataset: { start: piece.start } },
-    el("span", { class: "tk-text" }, quoted(piece.text)),
+    el("span", { class: "tk-text" }, `\u2018${pieceText(kind, piece.text)}\u2019`),
     el("ol", { class: "tk-steps" }, steps(kind, piece)),
     el("span", { class: "tk-result" }, "→ ", piece.tokens.map((t, i) => el("span", { class: "tk-token", title: `id ${piece.ids[i]}` }, `${tokenText(t)} `, el("small", {}, piece.ids[i])))));
 }
