@@ -173,3 +173,35 @@ def test_round_trip_of_a_small_sentencepiece_bpe(tmp_path):
     tok = from_hf_dict(data)
     assert isinstance(tok, SentencePieceBPE)
     _check_round_trip(tok, tmp_path, ["a", "a a", " aé", "é€a", ""])
+
+
+def test_albert_style_normalizers_match_hf():
+    """ALBERT's normalizer: quotes replaced, NFKD, every combining mark stripped, lowercased
+    character by character (no final sigma), checked against HF's on texts in many scripts."""
+    from glassformer.tokenizers.normalizers import Normalizer
+
+    spec = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
+            {"type": "Replace", "pattern": {"String": "''"}, "content": '"'},
+            {"type": "NFKD"},
+            {"type": "StripAccents"},
+            {"type": "Lowercase"},
+        ],
+    }
+    hf = tokenizers.normalizers.Sequence(
+        [tokenizers.normalizers.Replace("``", '"'), tokenizers.normalizers.Replace("''", '"')]
+        + [
+            tokenizers.normalizers.NFKD(),
+            tokenizers.normalizers.StripAccents(),
+            tokenizers.normalizers.Lowercase(),
+        ]
+    )
+    ours = Normalizer.from_hf(spec)
+    texts = ["``İstanbul'' ΟΔΟΣ Straße ǅungla ﬁnancial", "नमस्ते दुनिया ①", "Café résumé naïve 🙂", "مَرْحَبًا"]
+    for text in texts:
+        normalized, spans = ours.aligned(text)
+        assert normalized == hf.normalize_str(text) == ours.normalize(text), text
+        assert len(spans) == len(normalized) and all(0 <= a < b <= len(text) for a, b in spans)
+    assert ours.to_hf() == spec

@@ -9,7 +9,9 @@ A normalizer is a list of steps, applied in order:
 * ``Replace`` of a ``Regex`` pattern (T5: runs of spaces ``" {2,}"`` -> "▁"), read by ``regex``;
 * ``Strip``: whitespace off the left and/or right end (T5: the right);
 * ``Precompiled``: SentencePiece's compiled rules, e.g. nmt_nfkc (T5, mT5, ALBERT, XLM-R;
-  `glassformer.tokenizers.precompiled`).
+  `glassformer.tokenizers.precompiled`);
+* ``Lowercase`` (character by character) and ``StripAccents`` (every combining mark dropped,
+  after NFKD: ALBERT).
 
 An empty ``Sequence`` (DeepSeek-V3) is no step at all. Any other kind is refused by name.
 `Normalizer.aligned` also gives, for each character of the result, the span of the original
@@ -55,14 +57,18 @@ def refuse(source: str, part: str, value: Any, expected: str) -> ValueError:
 @dataclass(frozen=True)
 class Normalizer:
     """The steps ``(kind, *arguments)``: ("NFC",), ("Replace", old, new), ("Prepend", text),
-    ("ReplaceRegex", pattern, new), ("Strip", left, right), ("Precompiled", base64 charsmap)."""
+    ("ReplaceRegex", pattern, new), ("Strip", left, right), ("Precompiled", base64 charsmap),
+    ("Lowercase",), ("StripAccents",)."""
 
     steps: tuple[tuple[Any, ...], ...] = ()
 
     @classmethod
     def from_hf(cls, spec: dict[str, Any] | None, source: str = "tokenizer.json") -> Normalizer:
         """A normalizer from its HF ``tokenizer.json`` object (None: no normalizer)."""
-        expected = "NFC, NFKC, NFD, NFKD, Replace, Prepend, Strip, Precompiled, or a Sequence of them"
+        expected = (
+            "NFC, NFKC, NFD, NFKD, Lowercase, StripAccents, Replace, Prepend, Strip, Precompiled, or a "
+            "Sequence of them"
+        )
         if spec is None:
             return cls()
         kind = spec.get("type") if isinstance(spec, dict) else None
@@ -71,7 +77,7 @@ class Normalizer:
             for inner in spec.get("normalizers") or []:
                 steps += cls.from_hf(inner, source).steps
             return cls(tuple(steps))
-        if kind in UNICODE_FORMS:
+        if kind in UNICODE_FORMS or kind in ("Lowercase", "StripAccents"):
             return cls(((kind,),))
         if kind == "Replace" and set(spec.get("pattern") or {}) == {"String"}:
             if not spec["pattern"]["String"]:
@@ -138,8 +144,19 @@ class Normalizer:
 
     @staticmethod
     def _other_step(kind: str, arguments: list, text: str, spans: Spans | None) -> tuple[str, Spans]:
-        """ReplaceRegex, Strip, Precompiled (``spans`` None: the text alone is wanted)."""
+        """ReplaceRegex, Strip, Precompiled, Lowercase, StripAccents (``spans`` None: the text alone
+        is wanted)."""
         spans = [(i, i + 1) for i in range(len(text))] if spans is None else spans
+        if kind == "Lowercase":  # character by character, as HF: "ΟΔΟΣ" -> "οδοσ", no final sigma
+            lowered = [(character.lower(), span) for character, span in zip(text, spans, strict=True)]
+            return "".join(low for low, _ in lowered), [span for low, span in lowered for _ in low]
+        if kind == "StripAccents":  # every combining mark (Mn, Mc, Me) dropped, as HF
+            kept = [
+                (c, span)
+                for c, span in zip(text, spans, strict=True)
+                if not unicodedata.category(c)[0] == "M"
+            ]
+            return "".join(c for c, _ in kept), [span for _, span in kept]
         if kind == "Precompiled":
             return Precompiled.from_base64(arguments[0]).aligned(text, spans)
         if kind == "Strip":
