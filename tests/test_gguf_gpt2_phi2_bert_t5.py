@@ -24,6 +24,8 @@ from glassformer.formats.gguf import load_gguf
 from tests.test_gguf import finish
 from tests.test_gguf_architectures import TOKENS
 from tests.test_hf_parity import VOCAB, _gpt2, _t5
+from tests.test_hf_parity import _bert as parity_bert
+from tests.test_hf_parity import _phi2 as parity_phi2
 
 transformers = pytest.importorskip("transformers")
 warnings.filterwarnings("ignore")
@@ -31,31 +33,12 @@ warnings.filterwarnings("ignore")
 
 def _phi2():
     """Phi-2 as the converter can write it: feed_forward_length is 4 d (it writes no other)."""
-    config = transformers.PhiConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        max_position_embeddings=128,
-        partial_rotary_factor=0.5,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    return transformers.PhiForCausalLM(config)
+    return parity_phi2(intermediate_size=128)
 
 
 def _bert():
     """A sentence encoder (the converter keeps BERT for embeddings: no MLM head, no pooler)."""
-    config = transformers.BertConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        max_position_embeddings=64,
-    )
-    return transformers.BertModel(config, add_pooling_layer=False)
+    return transformers.BertModel(parity_bert().config, add_pooling_layer=False)
 
 
 MODELS = {  # name: (builder, GGUF architecture)

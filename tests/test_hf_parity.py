@@ -162,10 +162,10 @@ def _neox():
     return transformers.GPTNeoXForCausalLM(config)
 
 
-def _phi2():
+def _phi2(**sizes):
     """Phi-2: a parallel block with one shared LayerNorm, RoPE over half of each head."""
     config = transformers.PhiConfig(
-        **SMALL,
+        **(SMALL | sizes),
         max_position_embeddings=128,
         partial_rotary_factor=0.5,
         bos_token_id=1,
