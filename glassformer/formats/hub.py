@@ -27,6 +27,7 @@ $HF_HUB_CACHE and $HF_HUB_OFFLINE set later still count.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -105,6 +106,14 @@ def snapshot_folder(hub_id: str, revision: str | None = None) -> Path:
     endpoint = os.environ.get("HF_ENDPOINT") or None  # None: huggingface_hub's default
     cache_dir = hub_cache_dir()
     where = _described(repo_id, revision)
+    fetch = functools.partial(  # only the files Glassformer reads, never pickles
+        snapshot_download,
+        repo_id,
+        revision=revision,
+        cache_dir=cache_dir,
+        allow_patterns=list(ALLOWED_FILES),
+        ignore_patterns=list(PICKLED),
+    )
     switched_off = offline() or constants.HF_HUB_OFFLINE  # now, or when huggingface_hub was imported
     unreachable = "HF_HUB_OFFLINE is set" if switched_off else None
     if unreachable is None:
@@ -126,24 +135,9 @@ def snapshot_folder(hub_id: str, revision: str | None = None) -> Path:
             unreachable = f"the Hub could not be reached ({type(error).__name__}: {error})"
         else:
             check_files([sibling.rfilename for sibling in info.siblings or []], repo_id, revision)
-            folder = snapshot_download(
-                repo_id,
-                revision=revision,
-                cache_dir=cache_dir,
-                endpoint=endpoint,
-                allow_patterns=list(ALLOWED_FILES),
-                ignore_patterns=list(PICKLED),
-            )
-            return Path(folder)
+            return Path(fetch(endpoint=endpoint))
     try:
-        folder = snapshot_download(
-            repo_id,
-            revision=revision,
-            cache_dir=cache_dir,
-            local_files_only=True,
-            allow_patterns=list(ALLOWED_FILES),
-            ignore_patterns=list(PICKLED),
-        )
+        folder = fetch(local_files_only=True)
     except FileNotFoundError:  # huggingface_hub's LocalEntryNotFoundError, IncompleteSnapshotError
         raise FileNotFoundError(
             f"{where} is not in the Hugging Face cache ({cache_dir}) and {unreachable}. With a network, "
