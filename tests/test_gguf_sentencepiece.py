@@ -26,7 +26,7 @@ from glassformer.tokenizers.sentencepiece_bpe import SentencePieceBPE
 from glassformer.tokenizers.unigram import Unigram
 from tests.reference import hf_tokenizer_json
 from tests.test_precompiled import CORPUS, NORMALIZED_TEXTS, t5_tokenizer_json, trained  # noqa: F401 (fixture)
-from tests.test_tokenizer_json_kinds import TEXTS, random_texts
+from tests.test_tokenizer_json_kinds import TEXTS, mismatches_with_hf, random_texts
 
 gguf = pytest.importorskip("gguf")
 tokenizers = pytest.importorskip("tokenizers")
@@ -87,16 +87,6 @@ def many_script_texts() -> list[str]:
     return TEXTS + NORMALIZED_TEXTS + CORPUS + random_texts(300, seed=30)
 
 
-def compare(ours, hf, texts) -> list[str]:
-    """The texts whose ids differ; decoding HF's ids must give HF's text for every one."""
-    mismatches = []
-    for text, reference in zip(texts, hf.encode_batch(texts, add_special_tokens=False), strict=True):
-        if ours.encode(text, allowed_special="all") != reference.ids:
-            mismatches.append(text)
-        assert ours.decode(reference.ids) == hf.decode(reference.ids, skip_special_tokens=False), repr(text)
-    return mismatches
-
-
 @pytest.fixture(scope="module")
 def llama2_json():
     source = hf_tokenizer_json("llama2")
@@ -122,7 +112,7 @@ def test_llama2_vocabulary_matches_its_tokenizer_json(llama2_gguf):
     assert seconds < 5, f"reading Llama 2's GGUF vocabulary took {seconds:.1f} s"
     assert ours.byte_fallback and ours.unk_token == "<unk>"
     assert ours.special_tokens == {"<unk>": 0, "<s>": 1, "</s>": 2}
-    assert compare(ours, hf, many_script_texts()) == []
+    assert mismatches_with_hf(ours, hf, many_script_texts()) == []
     info = read_gguf_tokenizer(path)
     assert (info.model, info.bos_token_id, info.add_bos_token, info.add_space_prefix) == (
         "llama",
@@ -135,7 +125,7 @@ def test_llama2_vocabulary_matches_its_tokenizer_json(llama2_gguf):
 def test_scores_of_minus_id_differ_only_at_runs_of_spaces(llama2_json, tmp_path):
     tokens, scores, types = llama_cpp_vocabulary(llama2_json[0], space_runs_last=False)
     ours = from_gguf(write_vocabulary(tmp_path / "v.gguf", "llama", tokens, scores, types, unk_token_id=0))
-    mismatches = compare(ours, llama2_json[1], many_script_texts())
+    mismatches = mismatches_with_hf(ours, llama2_json[1], many_script_texts())
     space_runs = {i for i, token in enumerate(tokens) if is_space_run(token)}
     assert mismatches
     assert all(space_runs & set(ours.encode(text, allowed_special="all")) for text in mismatches)
@@ -178,7 +168,7 @@ def test_t5_vocabulary_matches_its_tokenizer_json(t5_gguf):
     ours = from_gguf(path)
     assert isinstance(ours, Unigram) and ours.unk_id == 0
     assert [kind for kind, *_ in ours.normalizer.steps] == ["Precompiled", "Strip", "ReplaceRegex"]
-    assert compare(ours, hf, many_script_texts()) == []
+    assert mismatches_with_hf(ours, hf, many_script_texts()) == []
 
 
 @pytest.mark.parametrize(
