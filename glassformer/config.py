@@ -232,6 +232,28 @@ class ModelConfig:
         """(H / P)^2 patch tokens of a vision model (0 for text)."""
         return (self.image_size // self.patch_size) ** 2 if self.vision else 0
 
+    # where each sublayer f's norms sit (`norm_placement`), as its residual step; callers ask these
+    @property
+    def norm_on_input(self) -> bool:
+        """The sublayer reads its input normed: x <- x + f(N(x)) (pre-norm; a sandwich's first norm)."""
+        return self.norm_placement in ("pre", "sandwich")
+
+    @property
+    def norm_on_output(self) -> bool:
+        """The sublayer's output is normed before the add: x <- x + N2(f(.)) (a sandwich's second
+        norm, Gemma 2 and 3; OLMo 2's only one)."""
+        return self.norm_placement in ("sandwich", "output")
+
+    @property
+    def norm_after_add(self) -> bool:
+        """The sum is normed: x <- N(x + f(x)) (post-norm: the original Transformer, BERT)."""
+        return self.norm_placement == "post"
+
+    @property
+    def has_final_norm(self) -> bool:
+        """The stack ends in x <- N(x); not after post-norm blocks, whose last step is already N."""
+        return not self.norm_after_add
+
     def layer_window(self, layer: int) -> int | None:
         """The sliding window of block ``layer`` (None: it attends to every earlier key)."""
         if self.attn_window is None or (self.global_every and (layer + 1) % self.global_every == 0):

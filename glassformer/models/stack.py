@@ -61,9 +61,8 @@ class TransformerStack(nn.Module):
         # a vision stack's tokens are an image's patches and [CLS] (ViT): it has no token table
         self.embed = PatchEmbedding(config) if config.vision else Embeddings(config, token)
         self.blocks = nn.ModuleList(Block(config, i, cross=cross) for i in range(n_layers))
-        post_norm = config.norm_placement == "post"
         # Post-norm blocks already end in a norm; the name still exists on every model.
-        self.final_norm = nn.Identity() if post_norm else make_norm(config)
+        self.final_norm = make_norm(config) if config.has_final_norm else nn.Identity()
         self.hook_final_norm = HookPoint("final_norm")
         self.windows = [config.layer_window(i) for i in range(n_layers)]  # None: global attention
         self.rotary = RotaryEmbedding(config) if config.positions == "rope" else None

@@ -60,12 +60,12 @@ class Block(nn.Module):
 
     def __init__(self, config: ModelConfig, layer: int, cross: bool = False) -> None:
         super().__init__()
-        self.placement = config.norm_placement
+        self.norm_after_add = config.norm_after_add
         self.parallel = config.parallel_residual
         # each sublayer's norms: on its input (pre, sandwich) or after the sum (post): `*_norm`;
         # on its output (sandwich, output): `*_post_norm`
-        before = self.placement != "output"
-        after = self.placement in ("sandwich", "output")
+        before = config.norm_on_input or config.norm_after_add
+        after = config.norm_on_output
         self.attn_norm = make_norm(config) if before else None
         self.attn = Attention(config, layer)
         self.attn_post_norm = make_norm(config) if after else None
@@ -126,7 +126,7 @@ class Block(nn.Module):
         """One sublayer f with its residual, by placement: x + f(N(x)) pre-norm; N(x + f(x))
         post-norm; x + N2(f(N(x))) sandwich; x + N2(f(x)) output norm (``norm`` None).
         ``post``: (N2, its hook point), both None where the output is not normed."""
-        if self.placement == "post":
+        if self.norm_after_add:
             return norm(x + self.dropout(fn(x)))
         y = fn(x if norm is None else norm(x))
         post_norm, hook = post

@@ -47,9 +47,14 @@ def summary(config: ModelConfig) -> dict[str, Any]:
             "sentence_encoder": config.sentence_encoder,
             "seq2seq": config.seq2seq,
             "vision": config.vision,  # reads an image: [CLS] and its patches are the tokens
+            # where each sublayer's norms sit: x + f(N(x)), x + N2(f(.)), N(x + f(x)); a final N(x)
+            "norm_on_input": config.norm_on_input,
+            "norm_on_output": config.norm_on_output,
+            "norm_after_add": config.norm_after_add,
+            "has_final_norm": config.has_final_norm,
         },
         "norm": config.norm,
-        "placement": config.norm_placement,  # pre, post, sandwich (Gemma 2, 3), output (OLMo 2)
+        "placement": config.norm_placement,  # its name only (shown; capabilities say what it does)
         "parallel_residual": config.parallel_residual,  # attention and the FFN both read x
         "shared_norm": config.shared_norm,  # ... through one norm (Phi-2)
         "positions": config.positions,
@@ -191,7 +196,7 @@ def _listed(name: str, config: ModelConfig) -> bool:
     final norm (the identity: each block already normalized its sum), and the vocabulary head
     of a model without one (a sentence encoder, a classifier)."""
     if name.endswith("final_norm"):
-        return config.norm_placement != "post"
+        return config.has_final_norm
     if name in ("logits", "logits_raw"):
         return config.has_lm_head
     return True

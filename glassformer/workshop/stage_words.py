@@ -50,17 +50,17 @@ class Context:
     @property
     def pre(self) -> bool:
         """A norm on each sublayer's input: pre-norm, and the first norm of a sandwich."""
-        return self.config.norm_placement in ("pre", "sandwich")
+        return self.config.norm_on_input
 
     @property
     def post(self) -> bool:
         """A norm after each residual add (post-norm, the original Transformer, BERT)."""
-        return self.config.norm_placement == "post"
+        return self.config.norm_after_add
 
     @property
     def normed_output(self) -> bool:
         """A norm on each sublayer's output, before the add: a sandwich's second, OLMo 2's only."""
-        return self.config.norm_placement in ("sandwich", "output")
+        return self.config.norm_on_output
 
     @property
     def norm(self) -> str:
