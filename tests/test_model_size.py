@@ -72,3 +72,33 @@ def test_the_lab_checks_the_size_before_it_starts_a_process(tmp_path, monkeypatc
     with pytest.raises(ModelTooLarge, match="parameters allowed"):
         lab.start("induction", {"train.steps": 10})
     assert lab.trainer is None and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"n_kv_heads": 1, "activation": "swiglu"},
+        {"n_experts": 4, "experts_per_token": 4, "expert_d_ff": 24},
+    ],
+)
+def test_a_block_s_matrix_weights_are_its_counted_parameters(fields):
+    """The FLOP counts' weights (`block_matmul_weights`) are the parameter counts' matrices of
+    one block, without biases or norms (every expert used: k = n)."""
+    from glassformer.models.size import block_matmul_weights, parameter_counts
+
+    config = gf.ModelConfig(
+        vocab_size=50,
+        d_model=32,
+        n_layers=3,
+        n_heads=4,
+        qkv_bias=False,
+        out_bias=False,
+        ffn_bias=False,
+        **fields,
+    )
+    counts = parameter_counts(config)
+    per_block = sum(
+        n for name, n in counts.items() if name.startswith(("attention", "ffn", "router", "experts"))
+    )
+    assert block_matmul_weights(config) * config.n_layers == per_block

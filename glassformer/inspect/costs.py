@@ -25,9 +25,11 @@ import torch
 from glassformer.config import ModelConfig
 from glassformer.models.size import (  # re-exported: count's figures
     active_parameters,
+    block_matmul_weights,
     embedding_parameters,
     parameter_counts,
 )
+from glassformer.nn.kv_cache import KVCache
 
 DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 INDEX_BYTES = 8  # token and position ids are int64
@@ -81,19 +83,6 @@ class FlopsPerToken:
         return 3 * self.forward
 
 
-def _matmul_weights(config: ModelConfig, cross: bool) -> int:
-    """Weights of one block's matrix products (no biases, norms or lookups); with ``cross``,
-    the cross-attention's W_Q and W_O (its W_K, W_V act on source tokens: counted apart)."""
-    d, h, g, e, f = config.d_model, config.n_heads, config.n_kv_heads, config.d_head, config.d_ff
-    attention = d * (h + 2 * g) * e + h * e * d
-    ffn = (3 if config.gated else 2) * d * f
-    if config.moe:  # the router, the k experts a token uses, the shared expert and its gate
-        per_expert = (3 if config.gated else 2) * d
-        ffn = d * config.n_experts + per_expert * config.experts_per_token * config.expert_d_ff
-        ffn += (per_expert * config.shared_expert_d_ff + d) if config.shared_expert_d_ff else 0
-    return attention + ffn + (2 * d * h * e if cross else 0)
-
-
 def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
     """Forward FLOPs per token at ``seq_len`` (FLOPs = 2 x multiply-adds)::
 
@@ -122,12 +111,12 @@ def flops_per_token(config: ModelConfig, seq_len: int) -> FlopsPerToken:
         head = d * v
     elif config.mlm_head:
         head = d * d + d * v
-    matmul = config.n_layers * _matmul_weights(config, cross=False) + head
+    matmul = config.n_layers * block_matmul_weights(config, cross=False) + head
     if config.vision:  # a ViT's W_patch: (C P P) x d for each patch (see above)
         matmul += config.n_channels * config.patch_size**2 * d
     attention_layers = config.n_layers
     for stack in config.stacks[1:]:  # an encoder-decoder's decoder: self- and cross-attention
-        matmul += stack.layers * (_matmul_weights(config, cross=True) + d * 2 * g * e)
+        matmul += stack.layers * (block_matmul_weights(config, cross=True) + d * 2 * g * e)
         attention_layers += 2 * stack.layers
     return FlopsPerToken(weights=2 * matmul, attention=attention_layers * 4 * seq_len * h * e, head=2 * head)
 
@@ -144,8 +133,7 @@ def kv_cache_bytes(
     generates nothing). What `glassformer.nn.kv_cache.KVCache` allocates for ``max_len=seq_len``;
     an encoder-decoder also keeps the cross-attention K/V of the source (`cross_kv_bytes`).
     """
-    per_token = 2 * config.decoder_depth * config.n_kv_heads * config.d_head * bytes_per_number(dtype)
-    return per_token * seq_len * batch
+    return KVCache.bytes_per_token(config, as_dtype(dtype)) * seq_len * batch
 
 
 def cross_kv_bytes(
@@ -153,17 +141,8 @@ def cross_kv_bytes(
 ) -> int:
     """An encoder-decoder's cross-attention K/V, computed once from ``seq_len`` source tokens:
     2 x n_decoder_layers x g x e x bytes(dtype) x seq_len x batch (0 for other families)."""
-    if not config.seq2seq:
-        return 0
-    return (
-        2
-        * config.n_decoder_layers
-        * config.n_kv_heads
-        * config.d_head
-        * bytes_per_number(dtype)
-        * seq_len
-        * batch
-    )
+    # one K and V per source token in each decoder layer: the self-attention cache's size per token
+    return kv_cache_bytes(config, seq_len, batch, dtype) if config.seq2seq else 0
 
 
 # activations ----------------------------------------------------------------------------------

@@ -86,6 +86,25 @@ def _ffn_matrices(config: ModelConfig, f: int) -> dict[str, int]:
     return counts
 
 
+def block_matmul_weights(config: ModelConfig, cross: bool = False) -> int:
+    """Weights of one block's matrix products that a token passes through (no biases, norms or
+    lookups): W_Q, W_K, W_V, W_O and the FFN's; a mixture's router, the k experts a token uses,
+    the shared expert and its gate. With ``cross``, the cross-attention's W_Q and W_O (its W_K,
+    W_V act on the source tokens: counted apart). The FLOPs of a token are 2 x these.
+
+    >>> block_matmul_weights(ModelConfig(vocab_size=100, d_model=32, n_layers=2, n_heads=4))
+    12288
+    """
+    d, h, g, e, f = config.d_model, config.n_heads, config.n_kv_heads, config.d_head, config.d_ff
+    attention = d * (h + 2 * g) * e + h * e * d
+    matrices = 3 if config.gated else 2
+    ffn = matrices * d * f
+    if config.moe:
+        ffn = d * config.n_experts + matrices * d * config.experts_per_token * config.expert_d_ff
+        ffn += (matrices * d * config.shared_expert_d_ff + d) if config.shared_expert_d_ff else 0
+    return attention + ffn + (2 * d * h * e if cross else 0)
+
+
 def active_parameters(config: ModelConfig) -> int:
     """Parameters one token passes through: all of them, less the experts it does not use
     ((n - k) experts per layer of a mixture).
