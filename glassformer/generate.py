@@ -8,9 +8,10 @@ Autoregressive decoding picks one token at a time and feeds it back::
 * sampling:    choose ~ softmax(warped scores)  (temperature, top-k, top-p)
 * beam search: keep the ``num_beams`` continuations with the highest summed log-probability
 
-``process`` and the warpers are in `glassformer.sampling`. Semantics follow HF transformers
-4.57 ``generate`` (processor order, stop tokens kept in the output, beam scoring and its
-early-stopping heuristic), so the two can be compared token for token.
+``process`` (the stages of `glassformer.sampling.pipeline`, in order) and ``choose`` are in
+`glassformer.sampling`. Semantics follow HF transformers 4.57 ``generate`` (processor order,
+stop tokens kept in the output, beam scoring and its early-stopping heuristic), so the two
+can be compared token for token.
 
 Decoder-only prompts of different lengths are left-padded (pad id: ``pad_token_id`` or 0)
 and masked; the model derives positions from the mask, so a padded row generates what it
@@ -40,16 +41,7 @@ from glassformer import fast_decode
 from glassformer.inputs import decoder_start_id, is_batch, left_pad, pad_id, prompt_rows, stop_tokens
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
-from glassformer.sampling import (
-    GenerationSettings,
-    apply_repetition_penalty,
-    apply_temperature,
-    sample,
-    step_generator,
-    suppress_tokens,
-    top_k_filter,
-    top_p_filter,
-)
+from glassformer.sampling import GenerationSettings, choose, pipeline
 
 __all__ = ["GenerationSettings", "generate_ids", "stream_ids"]
 Prompts = Sequence[Sequence[int]] | torch.Tensor
@@ -254,13 +246,11 @@ class _Sequences:
 def _process(
     scores: torch.Tensor, seqs: _Sequences, settings: GenerationSettings, stop: torch.Tensor, step: int
 ) -> torch.Tensor:
-    """The processors every strategy applies: repetition penalty, then min_new_tokens."""
-    if settings.repetition_penalty != 1.0:
-        tokens, mask = seqs.so_far()
-        scores = apply_repetition_penalty(scores, tokens, settings.repetition_penalty, mask)
-    if step < settings.min_new_tokens and stop.numel():
-        scores = suppress_tokens(scores, stop)
-    return scores
+    """The scores a token is chosen from: the last stage of `glassformer.sampling.pipeline`
+    (every strategy: repetition penalty, then min_new_tokens; sampling: temperature, top-k,
+    top-p).  b v -> b v."""
+    tokens, mask = seqs.so_far()
+    return list(pipeline(scores, tokens, settings, step, mask, stop))[-1].scores
 
 
 @torch.no_grad()
@@ -276,15 +266,7 @@ def _sample_steps(
     running = torch.ones(seqs.batch, dtype=torch.bool, device=seqs.device)  # b
     for step in range(settings.max_new_tokens):
         scores = _process(seqs.next_logits(), seqs, settings, stop, step)  # b v
-        if settings.do_sample:
-            scores = apply_temperature(scores, settings.temperature)
-            if settings.top_k is not None:
-                scores = top_k_filter(scores, settings.top_k)
-            if settings.top_p is not None:
-                scores = top_p_filter(scores, settings.top_p)
-            token = sample(scores, step_generator(settings.seed, step, seqs.device))  # b: step's own stream
-        else:
-            token = scores.argmax(dim=-1)  # b
+        token = choose(scores, settings, step)  # b: sampled from step's own stream, or the argmax
         token = torch.where(running, token, seqs.pad_id)  # b
         seqs.append(token)
         running &= ~torch.isin(token, stop)

@@ -2,24 +2,28 @@
 
 Each processor is a small pure function on a batch of next-token scores (b v) and follows the
 HF transformers processor of the same name, so that generation can match it token for
-token. Applied in this order by `glassformer.generate`::
+token. `pipeline` is the one home of their order, which generation (`glassformer.generate`)
+and the workshop's step-by-step prediction both iterate::
 
-    scores = logits                                   (float32, b v)
-    scores = repetition_penalty(scores, seen tokens)  (CTRL; Keskar et al., 2019)
-    scores = suppress(scores, stop tokens)            while fewer than min_new_tokens
+    "logits"       scores = logits                                  (float32, b v)
+    "repetition"   scores = repetition_penalty(scores, seen tokens) (CTRL; Keskar et al., 2019)
+    "suppress"     scores = suppress(scores, stop tokens)           while fewer than min_new_tokens
     --- sampling only ---
-    scores = scores / T                               temperature
-    scores = top_k(scores, k)                         keep the k largest
-    scores = top_p(scores, p)                         nucleus (Holtzman et al., 2019)
-    token ~ softmax(scores)
+    "temperature"  scores = scores / T                              temperature
+    "top_k"        scores = top_k(scores, k)                        keep the k largest
+    "top_p"        scores = top_p(scores, p)                        nucleus (Holtzman et al., 2019)
+    `choose`:      token ~ softmax(scores), i.e. p ∝ exp(z / T)   (greedy: argmax)
 
+A stage that would change nothing is left out (penalty 1, top_k None, top_p None or 1).
 Beam search applies the first two to log-softmax(logits) instead, as HF does.
 Removed tokens get score -inf, so their probability after the softmax is exactly 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -258,3 +262,59 @@ def sample(scores: torch.Tensor, generator: torch.Generator | None = None) -> to
     """
     probs = torch.softmax(scores, dim=-1)  # b v
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(1)  # b
+
+
+class Stage(NamedTuple):
+    """One stage of `pipeline`: its name and the scores after it (b v)."""
+
+    name: str
+    scores: torch.Tensor
+
+
+def pipeline(
+    scores: torch.Tensor,
+    seen: torch.Tensor,
+    settings: GenerationSettings,
+    step: int = 0,
+    mask: torch.Tensor | None = None,
+    stop: torch.Tensor | None = None,
+) -> Iterator[Stage]:
+    """The stages from next-token scores (b v) to the distribution a token is chosen from,
+    in the order of the module docstring: "logits", "repetition", "suppress", then, when
+    sampling (``settings.do_sample``), "temperature", "top_k", "top_p". The last stage's
+    scores z give p ∝ exp(z) (temperature already applied: p ∝ exp(logit / T)); `choose` takes
+    the token from them. ``seen``: the tokens so far (b s, ``mask`` 1 where real) that the
+    repetition penalty reads; ``stop``: the stop ids (n) suppressed while ``step`` (0: the first
+    new token) < ``min_new_tokens``. Stages that would change nothing are not yielded.
+
+    >>> settings = GenerationSettings(temperature=0.5, top_k=2, top_p=1.0)
+    >>> [name for name, _ in pipeline(torch.tensor([[1.0, 2.0, 3.0]]), torch.tensor([[0]]), settings)]
+    ['logits', 'temperature', 'top_k']
+    """
+    yield Stage("logits", scores)
+    if settings.repetition_penalty != 1.0:
+        scores = apply_repetition_penalty(scores, seen, settings.repetition_penalty, mask)
+        yield Stage("repetition", scores)
+    if stop is not None and stop.numel() and step < settings.min_new_tokens:
+        scores = suppress_tokens(scores, stop)
+        yield Stage("suppress", scores)
+    if not settings.do_sample:
+        return
+    scores = apply_temperature(scores, settings.temperature)
+    yield Stage("temperature", scores)
+    if settings.top_k is not None:
+        scores = top_k_filter(scores, settings.top_k)
+        yield Stage("top_k", scores)
+    # top_p = 1 keeps every token: off, as in HF (`top_p < 1.0` adds its TopPLogitsWarper)
+    if settings.top_p is not None and settings.top_p < 1:
+        scores = top_p_filter(scores, settings.top_p)
+        yield Stage("top_p", scores)
+
+
+def choose(scores: torch.Tensor, settings: GenerationSettings, step: int = 0) -> torch.Tensor:
+    """The token of each row from the last stage's scores (b v -> b): drawn from
+    softmax(scores) with step ``step``'s own stream (`step_generator`) when sampling, else the
+    argmax (greedy decoding)."""
+    if not settings.do_sample:
+        return scores.argmax(dim=-1)  # b
+    return sample(scores, step_generator(settings.seed, step, scores.device))  # b
