@@ -87,14 +87,14 @@ const momentsNote = (arch) =>
 
 /** A sublayer's input: normed first (pre-norm, a sandwich's first norm) or read as it is. */
 function normStep(arch, value) {
-  if (arch.placement === "pre" || arch.placement === "sandwich") return eq(`\\hat{x} = ${normDefinition(arch)}`, "", value);
-  const why = arch.placement === "output" ? "the norm comes after the sublayer, on its output" : "post-norm: the norm comes after the residual add";
+  if (arch.capabilities.norm_on_input) return eq(`\\hat{x} = ${normDefinition(arch)}`, "", value);
+  const why = arch.capabilities.norm_on_output ? "the norm comes after the sublayer, on its output" : "post-norm: the norm comes after the residual add";
   return eq("\\hat{x} = x", why, value);
 }
 
 /** A sublayer's output normed before the add (a sandwich's second norm; OLMo 2's only one). */
 function postNorm(arch, normed, output, value) {
-  const which = arch.placement === "sandwich" ? "a sandwich: a norm before the sublayer and one after it" : "the only norm of the sublayer, on its output";
+  const which = arch.capabilities.norm_on_input ? "a sandwich: a norm before the sublayer and one after it" : "the only norm of the sublayer, on its output";
   return eq(
     `${normed} = ${normTex(arch)}(${output}), \\quad ${normDefinition(arch, "u", false)}`,
     `${which}; its own γ${momentsNote(arch) ? `; ${momentsNote(arch)}` : ""}`,
@@ -267,10 +267,10 @@ function mask({ arch, stage }) {
 }
 
 function residual(arch, added, value) {
-  if (arch.placement === "sandwich" || arch.placement === "output") {
+  if (arch.capabilities.norm_on_output) {
     return eq(`x \\gets x + ${normTex(arch)}(${added})`, "the sublayer's output, normed, added to the stream", value);
   }
-  return arch.placement === "pre"
+  return !arch.capabilities.norm_after_add
     ? eq(`x \\gets x + ${added}`, "", value)
     : eq(
         `x \\gets ${normTex(arch)}(u), \\quad u = x + ${added}, \\quad ${normDefinition(arch, "u", false)}`,
@@ -321,7 +321,7 @@ function cappedLogits({ arch, value }) {
 
 function logits({ arch, value }, name = "\\mathrm{logits}") {
   const head = arch.head;
-  const x = arch.placement !== "post" ? "\\hat{x}" : "x"; // post-norm: no final norm
+  const x = arch.capabilities.has_final_norm ? "\\hat{x}" : "x"; // post-norm: no final norm
   const d = num(arch.d_model);
   const v = num(arch.vocab_size);
   const [matrix, shape] = head.tied ? ["E^{\\top}", `E \\in ${real(v, d)}`] : [W("U"), `${W("U")} \\in ${real(d, v)}`];
@@ -351,7 +351,7 @@ function logits({ arch, value }, name = "\\mathrm{logits}") {
 
 // the classifier's pooling (glassformer/models/classifier.py pool_sequence)
 function pooled({ arch, value }) {
-  const x = arch.placement !== "post" ? "\\hat{x}" : "x";
+  const x = arch.capabilities.has_final_norm ? "\\hat{x}" : "x";
   const forms = {
     cls: [`p = ${x}_0`, "the first token's vector ([CLS]) stands for the sequence"],
     mean: [`p = \\tfrac{1}{T} \\sum_{t} ${x}_t`, "the mean over the real (not padding) tokens"],

@@ -133,12 +133,12 @@ const PLACEMENT_FLOW = {
 /** The parts of a block in the order its data flows, as small labelled chips. */
 function blockFlow(arch, hasCross) {
   const norm = NORM_NAMES[arch.norm];
-  const placement = arch.placement;
+  const { placement, capabilities: can } = arch;
   const part = (name, cls) => el("span", { class: `ov-part ov-part-${cls}` }, name);
   const sub = (name, cls) => {
-    if (placement === "post") return [part(name, cls), part("+ x", "add"), part(norm, "norm")];
-    const before = placement === "output" ? [] : [part(norm, "norm")]; // on the sublayer's input
-    const after = placement === "sandwich" || placement === "output" ? [part(norm, "norm")] : []; // on its output
+    if (can.norm_after_add) return [part(name, cls), part("+ x", "add"), part(norm, "norm")];
+    const before = can.norm_on_input ? [part(norm, "norm")] : []; // on the sublayer's input
+    const after = can.norm_on_output ? [part(norm, "norm")] : []; // on its output
     return [...before, part(name, cls), ...after, part("+ x", "add")];
   };
   if (arch.parallel_residual) { // both read the block's input: side by side, one sum

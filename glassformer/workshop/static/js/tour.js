@@ -32,7 +32,7 @@ function wanted(stage, kinds, pre) {
 /** The tour's stops: [{id, group, stage (null for the two stops of its own), kind}]. */
 export function tourStops(payload) {
   const arch = payload.architecture;
-  const pre = arch.placement === "pre" || arch.placement === "sandwich"; // a norm on attention's input
+  const pre = arch.capabilities.norm_on_input; // a norm on attention's input
   const parts = sections(payload.stages);
   const stacks = [...new Set(parts.map((s) => s.stack).filter(Boolean))];
   const stops = [];
