@@ -68,6 +68,8 @@ LongRoPE), heads of different sizes per layer, windowed and global layers in no 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from glassformer.config import LLAMA_STYLE, ModelConfig
@@ -80,7 +82,6 @@ SUPPORTED_ARCHITECTURES = (
     "llama", "qwen2", "qwen3", "qwen2moe", "gemma", "gemma2", "gemma3", "olmo2", "phi3", "gptneox",
     "gpt2", "phi2", "bert", "t5",
 )  # fmt: skip
-GEMMA = ("gemma", "gemma2", "gemma3")
 LAYERNORM_DECODERS = ("gptneox", "gpt2", "phi2")  # LayerNorm with biases, GELU (`_layernorm_decoder`)
 # Tensors llama.cpp may store beside the weights: RoPE's frequency divisors (Llama 3.1 and later),
 # read into the config, not into a parameter (`gguf_rope_freqs`).
@@ -148,7 +149,7 @@ def config_from_gguf(header, n_tokens: int, tensors: set[str], special: dict[str
     fields["norm_eps"] = get("attention.layer_norm_rms_epsilon", float, 1e-6)
     if arch == "phi3" and {"rope_factors_long.weight", "rope_factors_short.weight"} & tensors:
         raise ValueError("Phi-3's LongRoPE (rope_factors_long / rope_factors_short) is not supported")
-    return ModelConfig(**{**LLAMA_STYLE, **fields, **_family(header, arch, fields)})
+    return ModelConfig(**{**LLAMA_STYLE, **fields, **LLAMA_LIKE[arch].fields(header, arch, fields)})
 
 
 def key_map(config: ModelConfig, arch: str, tensors: set[str]) -> list[Mapped]:
@@ -187,34 +188,9 @@ def _layernorm_decoder(header, arch: str, tensors: set[str]) -> dict[str, Any]:
     return out
 
 
-def _family(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
-    """What each Llama-like architecture changes in Llama's layout (see the table above)."""
-    out: dict[str, Any] = {}
-    if arch in ("llama", "qwen2moe"):
-        out.update(_experts(header, arch, sizes["d_ff"]))
-    if arch in GEMMA:
-        out.update(activation="geglu_tanh", embed_scale=True)
-    if arch in ("gemma2", "gemma3"):
-        out.update(norm_placement="sandwich", qk_norm=arch == "gemma3")
-        per_head = sizes["d_model"] // sizes["n_heads"]
-        if sizes["n_layers"] == LAYERS_OF_27B[arch] and per_head != sizes["d_head"]:
-            out["attn_scale"] = per_head**-0.5
-    if arch == "gemma2":  # llama.cpp's defaults are Gemma 2's caps
-        out["attn_softcap"] = number(header, f"{arch}.attn_logit_softcapping", float, 50.0) or None
-        out["logit_softcap"] = number(header, f"{arch}.final_logit_softcapping", float, 30.0) or None
-    if arch == "gemma3":  # scores never capped; logits only when the file says so
-        out["logit_softcap"] = number(header, f"{arch}.final_logit_softcapping", float, 0.0) or None
-    if arch == "qwen3":
-        out["qk_norm"] = True
-    if arch == "olmo2":
-        out.update(norm_placement="output", qk_norm=True, qk_norm_scope="all")
-    if arch in WINDOWS:
-        out.update(_windows(header, arch, sizes))
-    return out
-
-
-def _experts(header, arch: str, d_ff: int) -> dict[str, Any]:
+def _experts(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
     """A mixture's sizes: Mixtral's (``llama`` with ``expert_count``) or Qwen2-MoE's."""
+    d_ff = sizes["d_ff"]
     n = number(header, f"{arch}.expert_count", int, 0)
     if not n:
         if arch == "qwen2moe":
@@ -266,3 +242,59 @@ def _windows(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
         if local != sizes["rope_base"] or (arch == "olmo2" and "rope_scaling" in sizes):
             out["rope_local_base"] = local
     return out
+
+
+def _score_scale(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 2's and 3's 27B models scale scores by (d_model / heads)^-0.5 (see above)."""
+    per_head = sizes["d_model"] // sizes["n_heads"]
+    if sizes["n_layers"] == LAYERS_OF_27B[arch] and per_head != sizes["d_head"]:
+        return {"attn_scale": per_head**-0.5}
+    return {}
+
+
+def _gemma2_caps(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 2's soft-caps: llama.cpp's defaults are Gemma 2's own (50 on scores, 30 on logits)."""
+    return {
+        "attn_softcap": number(header, f"{arch}.attn_logit_softcapping", float, 50.0) or None,
+        "logit_softcap": number(header, f"{arch}.final_logit_softcapping", float, 30.0) or None,
+    }
+
+
+def _gemma3_cap(header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 3: scores never capped; logits only when the file says so."""
+    return {"logit_softcap": number(header, f"{arch}.final_logit_softcapping", float, 0.0) or None}
+
+
+Reader = Callable[[Any, str, dict[str, Any]], dict[str, Any]]  # (header, arch, sizes) -> fields
+
+
+@dataclass(frozen=True)
+class LlamaLike:
+    """What one Llama-like architecture changes in Llama's layout (see the table above): the
+    fields it always has, and readers of the fields its file (or llama.cpp's defaults) decides."""
+
+    fixed: tuple[tuple[str, Any], ...] = ()
+    readers: tuple[Reader, ...] = ()
+
+    def fields(self, header, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+        out = dict(self.fixed)
+        for read in self.readers:
+            out.update(read(header, arch, sizes))
+        return out
+
+
+GEMMA = (("activation", "geglu_tanh"), ("embed_scale", True))  # GeGLU (tanh), the sqrt(d) token scale
+SANDWICH = (*GEMMA, ("norm_placement", "sandwich"))
+LLAMA_LIKE = {
+    "llama": LlamaLike(readers=(_experts, _windows)),
+    "qwen2": LlamaLike(),
+    "qwen3": LlamaLike((("qk_norm", True),)),
+    "qwen2moe": LlamaLike(readers=(_experts,)),
+    "gemma": LlamaLike(GEMMA),
+    "gemma2": LlamaLike(SANDWICH, (_score_scale, _gemma2_caps, _windows)),
+    "gemma3": LlamaLike((*SANDWICH, ("qk_norm", True)), (_score_scale, _gemma3_cap, _windows)),
+    "olmo2": LlamaLike(
+        (("norm_placement", "output"), ("qk_norm", True), ("qk_norm_scope", "all")), (_windows,)
+    ),
+    "phi3": LlamaLike(),
+}
