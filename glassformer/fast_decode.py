@@ -49,9 +49,10 @@ def unsupported(net: nn.Module) -> str | None:
     config = getattr(net, "config", None)
     if config is None or not config.generates or config.seq2seq:
         return "only decoder-only language models"
+    pre_norm = config.norm_on_input and not config.norm_on_output  # x + f(N(x)) and nothing else
     reasons = {
         "a mixture of experts": config.moe,
-        f"norm placement {config.norm_placement!r} (only 'pre')": config.norm_placement != "pre",
+        f"norm placement {config.norm_placement!r} (only 'pre')": not pre_norm,
         f"{config.positions!r} positions (a bias on scores)": config.positions in ("alibi", "t5_relative"),
         "soft-capped scores or logits": config.attn_softcap is not None or config.logit_softcap is not None,
         "q/k-norm over the whole projection": config.qk_norm and config.qk_norm_scope == "all",

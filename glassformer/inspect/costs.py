@@ -228,7 +228,7 @@ def _stack_kept(config: ModelConfig, seq_len: int, batch: int, layers: int, caus
     if config.positions == "t5_relative":
         ids += s  # the bucket of every (query, key) pair
     # the norm's input and statistics, the sublayer's input; a sandwich's second norm, on its output
-    sublayer = (2 if config.norm_placement == "sandwich" else 1) * _norm_kept(config) + d
+    sublayer = (2 if config.norm_on_input and config.norm_on_output else 1) * _norm_kept(config) + d
     attention, float32 = _attention_kept(config, seq_len, batch, causal, cross=False)
     ffn, ffn_float32, ffn_ids = _moe_kept(config) if config.moe else (_ffn_kept(config), 0, 0)
     block = 2 * sublayer + attention + ffn
@@ -239,7 +239,7 @@ def _stack_kept(config: ModelConfig, seq_len: int, batch: int, layers: int, caus
         block += sublayer + cross_numbers
         float32 += cross_float32
     numbers += layers * block
-    if config.norm_placement != "post":  # the final norm
+    if config.has_final_norm:
         numbers += _norm_kept(config)
     return numbers, layers * float32, ids
 

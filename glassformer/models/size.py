@@ -171,9 +171,9 @@ def parameter_counts(config: ModelConfig) -> dict[str, int]:
         counts.update(_attention(config, "cross-attention", cross_layers))
     counts.update(_ffn(config, layers))
     per_block = 1 if config.shared_norm else 2  # a parallel block may share one norm (Phi-2)
-    per_sublayer = 2 if config.norm_placement == "sandwich" else 1  # sandwich: on its input and output
+    per_sublayer = 2 if config.norm_on_input and config.norm_on_output else 1  # sandwich: input and output
     counts["block norms"] = per_sublayer * (per_block * layers + cross_layers) * _norm(config)
-    if config.norm_placement != "post":  # post-norm blocks end in their own norm
+    if config.has_final_norm:  # post-norm blocks end in their own norm
         counts["final norm"] = stacks * _norm(config)
     counts.update(_head(config))
     return counts
