@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import glassformer as gf
+from glassformer.sampling import SAMPLING_DEFAULTS
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.architecture import stages
 from glassformer.workshop.arrays import unpack
@@ -50,6 +51,11 @@ def test_models_lists_each_with_its_own_stages(client, models):
     assert set(listed) == set(models)
     assert listed["llama"]["architecture"]["attention"]["kind"] == "GQA"
     assert [s["id"] for s in listed["t5"]["stages"]] == [s["id"] for s in stages(models["t5"].net)]
+
+
+def test_models_send_the_library_s_sampling_defaults(client):
+    """The page's form opens on them: their one home is `sampling.SAMPLING_DEFAULTS`."""
+    assert client.get("/api/models").json()["sampling"] == SAMPLING_DEFAULTS
 
 
 def test_every_number_of_the_walk_is_the_trace_s(client, models):

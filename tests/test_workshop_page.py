@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import glassformer as gf
-from glassformer.sampling import generation_settings
+from glassformer.sampling import SAMPLING_DEFAULTS, generation_settings
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.workshop.architecture import stages
 from glassformer.workshop.prediction import next_token
@@ -348,6 +348,24 @@ def test_sampling_controls_update_the_prediction(workshop, models):
     assert_prediction_shown(workshop, lm, TEXT, decimals=1, temperature=0, repetition_penalty=1.5)
     assert "greedy" in page.locator(".pred-token").inner_text()
     workshop.shot("greedy_prediction")
+
+
+def test_a_link_without_sampling_settings_opens_on_the_library_s_defaults(workshop, models, monkeypatch):
+    """The form shows `sampling.SAMPLING_DEFAULTS` (sent with /api/models: the page keeps no
+    copy), and the prediction is the one lm.generate's defaults make."""
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    page = workshop.page
+    assert {key: float(page.input_value(f"#{key}")) for key in SAMPLING_DEFAULTS} == SAMPLING_DEFAULTS
+    assert_prediction_shown(workshop, models["tiny"], TEXT, decimals=2)
+    wait_until(page, "new URLSearchParams(window.location.search).has('temperature')")
+    assert {key: float(workshop.query()[key]) for key in SAMPLING_DEFAULTS} == SAMPLING_DEFAULTS
+
+    other = {"temperature": 1.3, "top_p": 0.5}  # the server's answer is what the page follows
+    monkeypatch.setattr("glassformer.workshop.server.SAMPLING_DEFAULTS", other)
+    workshop.open(model="tiny", text=TEXT, level="intermediate")
+    assert {key: float(page.input_value(f"#{key}")) for key in other} == other
+    assert_prediction_shown(workshop, models["tiny"], TEXT, decimals=2, **other)
+    workshop.close()
 
 
 def test_encoder_and_encoder_decoder_draw_their_own_stages(workshop, models):

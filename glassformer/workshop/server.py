@@ -2,7 +2,8 @@
 
     GET  /                 the page (static/index.html)
     GET  /static/...       its ES modules and styles
-    GET  /api/models       the models this server holds: name, architecture, stages, limits
+    GET  /api/models       the models this server holds (name, architecture, stages, limits) and the
+                           library's sampling defaults (`sampling.SAMPLING_DEFAULTS`)
     GET  /teach            ?<the page's settings> -> a page with the link that opens this walk in
                            teaching mode in a class's fresh browsers (token included); answered
                            only to a top-level navigation, never to a script (`teach.py`)
@@ -72,7 +73,7 @@ from starlette.staticfiles import StaticFiles
 
 from glassformer.inspect.cost_report import costs
 from glassformer.loading import load
-from glassformer.sampling import generation_settings
+from glassformer.sampling import SAMPLING_DEFAULTS, generation_settings
 from glassformer.workshop import payload
 from glassformer.workshop.architecture import model_entry
 from glassformer.workshop.attention_change import change as attention_change
@@ -177,7 +178,8 @@ def create_app(
 
     async def list_models(request: Request) -> JSONResponse:
         described = [model_entry(name, lm, origins.get(name)) for name, lm in models.items()]
-        return JSONResponse({"models": described})  # never the token: `teach.py` shows it to a person
+        # never the token (`teach.py` shows it to a person); the library's sampling defaults for the form
+        return JSONResponse({"models": described, "sampling": dict(SAMPLING_DEFAULTS)})
 
     async def open_run(request: Request) -> JSONResponse:
         """A run of the lab's runs root, loaded as one more model (by name: never a path)."""

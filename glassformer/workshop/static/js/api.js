@@ -40,8 +40,9 @@ async function call(url, body) {
   return answer;
 }
 
-/** {models: [{name, parameters, max_seq_len, reads_text, architecture, stages}]} (never the
- * token: the teaching link is shown by the server's /teach page, to a person). */
+/** {models: [{name, parameters, max_seq_len, reads_text, architecture, stages}], sampling:
+ * {temperature, top_p}} (the library's sampling defaults; never the token: the teaching link
+ * is shown by the server's /teach page, to a person). */
 export function fetchModels() {
   return call(MODELS_URL);
 }

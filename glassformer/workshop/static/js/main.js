@@ -50,8 +50,9 @@ const panels = {
 const message = $("message");
 const status = $("status");
 
-let settings = readSettings(window.location.search);
+let settings = readSettings(window.location.search); // read again with the sampling defaults
 let models = [];
+let samplingDefaults = {}; // the library's (glassformer.sampling.SAMPLING_DEFAULTS), from /api/models
 let walk = null; // {payload, model, text, decoderText, input}: the walk drawn now, and what it was asked for
 let generated = []; // a timeline step's walk: the generated ids its pass reads after the text
 let openBlock = "";
@@ -561,12 +562,13 @@ async function loadLessons() {
 async function start() {
   document.body.dataset.level = settings.level;
   try {
-    ({ models } = await fetchModels());
+    ({ models, sampling: samplingDefaults } = await fetchModels());
   } catch (error) {
     showMessage(error.message);
     setState("error", "");
     return;
   }
+  settings = readSettings(window.location.search, samplingDefaults);
   let notice = "";
   if (!models.some((m) => m.name === settings.model)) {
     if (settings.model) notice = `This workshop does not hold the model '${settings.model}' named in the link; showing '${models[0].name}'.`;
@@ -588,7 +590,7 @@ $("teach").addEventListener("click", () => {
 
 // Back and Forward: the entry's settings, run again (not pushed: the entry is there)
 window.addEventListener("popstate", () => {
-  const entry = readSettings(window.location.search);
+  const entry = readSettings(window.location.search, samplingDefaults);
   if (!models.some((m) => m.name === entry.model)) entry.model = settings.model;
   settings = entry;
   document.body.dataset.level = settings.level;

@@ -7,15 +7,18 @@ import { imageRows } from "./pixels.js";
 
 export const LEVELS = ["beginner", "intermediate", "advanced"];
 
-// The library's sampling defaults (glassformer.sampling.SAMPLING_DEFAULTS, seed 0).
+// What a link that does not say otherwise opens on. The sampling defaults (temperature, top_p)
+// are the library's, glassformer.sampling.SAMPLING_DEFAULTS, sent with /api/models: null
+// until readSettings is given them. seed 0 is the facade's default too; top_k and the
+// repetition penalty default to off.
 export const DEFAULTS = Object.freeze({
   model: "",
   text: "The capital of France is",
   decoder_text: "", // an encoder-decoder's decoder text, after its start token
   level: "beginner",
-  temperature: 0.8,
+  temperature: null, // the server's default
   top_k: null, // null = off
-  top_p: 0.95, // 1 = off
+  top_p: null, // the server's default; 1 = off
   repetition_penalty: 1,
   seed: 0,
   stage: "", // the expanded step, by id
@@ -60,10 +63,12 @@ export function parseNumber(text, integer = false) {
   return integer && !Number.isInteger(value) ? NaN : value;
 }
 
-/** Settings from a query string; a missing or unreadable value keeps its default. */
-export function readSettings(search) {
+/** Settings from a query string; a missing or unreadable value keeps its default.
+ * `sampling`: the library's sampling defaults, {temperature, top_p} (/api/models' "sampling"). */
+export function readSettings(search, sampling = {}) {
   const params = new URLSearchParams(search);
   const settings = { ...DEFAULTS };
+  for (const key of SAMPLING_KEYS) if (sampling[key] !== undefined) settings[key] = sampling[key];
   for (const key of ["model", "text", "decoder_text", "stage", "zoom", "patch_text", "compare", "pixels"]) {
     if (params.has(key)) settings[key] = params.get(key);
   }
