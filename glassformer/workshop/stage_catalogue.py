@@ -15,8 +15,7 @@ each written once and worded for the model at hand (`Context`: its config, which
 cross-attention). A vision transformer's input and embedding steps mean something else (an image
 cut into patches, [CLS], a position per patch): `VISION` holds them (`stage_vision.py`), read for
 a model whose config says ``vision``. `architecture.stages(net)` applies it to the model's own
-``hook_points``; the payload carries the result, and the walk, the overview, the tour, the equations and the
-lessons' links read it there.
+``hook_points``; the walk, the overview, the tour, the equations and the lessons read it in the payload.
 """
 
 from __future__ import annotations
@@ -41,19 +40,40 @@ from glassformer.nn.masks import build_mask
 from glassformer.nn.moe import MoEFeedForward, router_scores
 from glassformer.workshop import stage_words as words
 from glassformer.workshop.stage_vision import VISION_STEPS
-from glassformer.workshop.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words
+from glassformer.workshop.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words, fixed
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # glassformer/
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Entry:
-    shape: Callable[[Context], str]
+    """One kind of step: ``shape``, ``title``, ``plain``, ``words`` a string or a function of the
+    `Context`; ``code`` what computes it, or ``code_for`` a function of the context giving it;
+    ``equation`` its template in equations.js ("": the kind). Read, each is a function of ctx."""
+
+    shape: Words
     title: Words
     plain: Words
     words: Words
-    code: Callable[[Context], Any]  # the function or class that computes the step
-    equation: str = ""  # the template's name in equations.js ("" : the kind itself)
+    code: Callable[[Context], Any]
+    equation: str
+
+    def __init__(
+        self,
+        *,
+        shape: str | Words,
+        title: str | Words,
+        plain: str | Words,
+        words: str | Words,
+        code: Any = None,
+        code_for: Callable[[Context], Any] | None = None,
+        equation: str = "",
+    ) -> None:
+        if (code is None) == (code_for is None):
+            raise TypeError("an Entry has one of code and code_for")
+        texts = {"shape": shape, "title": title, "plain": plain, "words": words}
+        self.__dict__.update({name: fixed(v) if isinstance(v, str) else v for name, v in texts.items()})
+        self.__dict__.update(code=code_for or (lambda ctx: code), equation=equation)  # frozen from here
 
 
 def _projections(ctx: Context):
@@ -64,295 +84,291 @@ def _projections(ctx: Context):
 
 CATALOGUE: dict[str, Entry] = {
     "tokens": Entry(
-        words.fixed("t"),
-        words.fixed("tokens"),
-        words.fixed("cut the text into tokens"),
-        words.fixed("The text is cut into pieces called tokens, and each piece gets a number: its id."),
-        lambda ctx: ModelInputs.ids,
+        shape="t",
+        title="tokens",
+        plain="cut the text into tokens",
+        words="The text is cut into pieces called tokens, and each piece gets a number: its id.",
+        code=ModelInputs.ids,
     ),
     "embed.tokens": Entry(
-        words.fixed("t d"),
-        words.fixed("token embedding E[T]"),
-        words.fixed("look up each token's vector"),
-        words.fixed(
-            "Each token is looked up in a big table and becomes a long list of numbers (a "
-            "vector) that stands for it."
-        ),
-        lambda ctx: Embeddings.forward,
+        shape="t d",
+        title="token embedding E[T]",
+        plain="look up each token's vector",
+        words="Each token is looked up in a big table and becomes a long list of numbers (a "
+        "vector) that stands for it.",
+        code=Embeddings.forward,
     ),
     "embed.positions": Entry(
-        words.fixed("t d"),
-        lambda ctx: POSITION_NAMES[ctx.config.positions],
-        words.fixed("add where each token stands"),
-        words.fixed("A vector for each position is added, so the model knows the order of the tokens."),
-        lambda ctx: Embeddings.forward,
+        shape="t d",
+        title=lambda ctx: POSITION_NAMES[ctx.config.positions],
+        plain="add where each token stands",
+        words="A vector for each position is added, so the model knows the order of the tokens.",
+        code=Embeddings.forward,
     ),
     "embed.out": Entry(
-        words.fixed("t d"),
-        words.fixed("the stream entering block 0"),
-        words.fixed("the residual stream begins"),
-        words.embed_out_words,
-        lambda ctx: Embeddings.forward,
+        shape="t d",
+        title="the stream entering block 0",
+        plain="the residual stream begins",
+        words=words.embed_out_words,
+        code=Embeddings.forward,
     ),
     "attn.in": Entry(
-        words.fixed("t d"),
-        lambda ctx: words.self_or_cross(ctx, f"input ({ctx.norm} first)" if ctx.pre else "input"),
-        lambda ctx: "normalize, then attention" if ctx.pre else "into attention",
-        words.attention_in_words,
-        lambda ctx: Block._sublayer,
+        shape="t d",
+        title=lambda ctx: words.self_or_cross(ctx, f"input ({ctx.norm} first)" if ctx.pre else "input"),
+        plain=lambda ctx: "normalize, then attention" if ctx.pre else "into attention",
+        words=words.attention_in_words,
+        code=Block._sublayer,
     ),
     "attn.q": Entry(
-        words.fixed("h t e"),
-        words.q_title,
-        words.fixed("queries: what each token looks for"),
-        lambda ctx: f'Each {words.who(ctx, True)}token makes a query: a question, "what am I looking for?"',
-        _projections,
+        shape="h t e",
+        title=words.q_title,
+        plain="queries: what each token looks for",
+        words=lambda ctx: (
+            f'Each {words.who(ctx, True)}token makes a query: a question, "what am I looking for?"'
+        ),
+        code_for=_projections,
     ),
     "attn.k": Entry(
-        words.kv_shape,
-        words.k_title,
-        words.fixed("keys: what each token offers"),
-        lambda ctx: f'Each {words.who(ctx, False)}token makes a key: a label, "this is what I contain".',
-        _projections,
+        shape=words.kv_shape,
+        title=words.k_title,
+        plain="keys: what each token offers",
+        words=lambda ctx: (
+            f'Each {words.who(ctx, False)}token makes a key: a label, "this is what I contain".'
+        ),
+        code_for=_projections,
     ),
     "attn.v": Entry(
-        words.kv_shape,
-        lambda ctx: f"values V ({ctx.kind})",
-        words.fixed("values: what each token passes on"),
-        lambda ctx: (
+        shape=words.kv_shape,
+        title=lambda ctx: f"values V ({ctx.kind})",
+        plain="values: what each token passes on",
+        words=lambda ctx: (
             f"Each {words.who(ctx, False)}token makes a value: what it passes on when another "
             "token looks at it."
         ),
-        _projections,
+        code_for=_projections,
     ),
     "attn.scores": Entry(
-        words.fixed("h t s"),
-        words.scores_title,
-        words.fixed("match every query with every key"),
-        words.fixed("Every query is compared with every key: a high score means a good match."),
-        lambda ctx: Attention.explicit_attention,
+        shape="h t s",
+        title=words.scores_title,
+        plain="match every query with every key",
+        words="Every query is compared with every key: a high score means a good match.",
+        code=Attention.explicit_attention,
     ),
     "attn.capped": Entry(
-        words.fixed("h t s"),
-        words.capped_title,
-        words.fixed("keep every score in range"),
-        words.capped_words,
-        lambda ctx: Attention.explicit_attention,
+        shape="h t s",
+        title=words.capped_title,
+        plain="keep every score in range",
+        words=words.capped_words,
+        code=Attention.explicit_attention,
     ),
     "attn.mask": Entry(
-        words.fixed("t s"), words.mask_title, words.mask_plain, words.mask_words, lambda ctx: build_mask
+        shape="t s", title=words.mask_title, plain=words.mask_plain, words=words.mask_words, code=build_mask
     ),
     "attn.pattern": Entry(
-        words.fixed("h t s"),
-        words.fixed("softmax: attention weights"),
-        words.fixed("attention weights: who looks at whom"),
-        words.fixed(
-            "The scores become weights that add up to 1 for each token: how much it looks at "
-            "each other token."
-        ),
-        lambda ctx: Attention.explicit_attention,
+        shape="h t s",
+        title="softmax: attention weights",
+        plain="attention weights: who looks at whom",
+        words="The scores become weights that add up to 1 for each token: how much it looks at "
+        "each other token.",
+        code=Attention.explicit_attention,
     ),
     "attn.z": Entry(
-        words.fixed("h t e"),
-        words.fixed("weighted values: pattern @ V"),
-        words.fixed("mix the values by those weights"),
-        words.fixed("Each token collects the values of the tokens it looks at, mixed by those weights."),
-        lambda ctx: Attention.explicit_attention,
+        shape="h t e",
+        title="weighted values: pattern @ V",
+        plain="mix the values by those weights",
+        words="Each token collects the values of the tokens it looks at, mixed by those weights.",
+        code=Attention.explicit_attention,
     ),
     "attn.out": Entry(
-        words.fixed("t d"),
-        words.fixed("output projection W_O"),
-        words.fixed("combine the heads"),
-        words.fixed("The results of the attention heads are combined back into one vector per token."),
-        lambda ctx: Attention.forward,
+        shape="t d",
+        title="output projection W_O",
+        plain="combine the heads",
+        words="The results of the attention heads are combined back into one vector per token.",
+        code=Attention.forward,
     ),
     "attn.post_norm": Entry(
-        words.fixed("t d"),
-        lambda ctx: words.post_norm_title(ctx, "cross-attention" if ctx.cross else "attention"),
-        words.fixed("normalize what attention found"),
-        lambda ctx: words.post_norm_words(ctx, "Cross-attention" if ctx.cross else "Attention"),
-        lambda ctx: Block._sublayer,
+        shape="t d",
+        title=lambda ctx: words.post_norm_title(ctx, "cross-attention" if ctx.cross else "attention"),
+        plain="normalize what attention found",
+        words=lambda ctx: words.post_norm_words(ctx, "Cross-attention" if ctx.cross else "Attention"),
+        code=Block._sublayer,
     ),
     "resid_mid": Entry(
-        words.fixed("t d"),
-        words.add_title,
-        words.add_plain,
-        lambda ctx: (
+        shape="t d",
+        title=words.add_title,
+        plain=words.add_plain,
+        words=lambda ctx: (
             "Attention's result is added to the stream: the token's vector now carries context."
             + words.then_normalized(ctx)
         ),
-        lambda ctx: Block.forward,
+        code=Block.forward,
     ),
     "resid_cross": Entry(
-        words.fixed("t d"),
-        words.add_title,
-        words.add_plain,
-        lambda ctx: (
+        shape="t d",
+        title=words.add_title,
+        plain=words.add_plain,
+        words=lambda ctx: (
             "What the decoder read from the encoder is added to the stream." + words.then_normalized(ctx)
         ),
-        lambda ctx: Block.forward,
+        code=Block.forward,
     ),
     "ffn.in": Entry(
-        words.fixed("t d"),
-        lambda ctx: f"feed-forward input ({ctx.norm} first)" if ctx.pre else "feed-forward input",
-        lambda ctx: "normalize, then the feed-forward layer" if ctx.pre else "into the feed-forward layer",
-        lambda ctx: (
+        shape="t d",
+        title=lambda ctx: f"feed-forward input ({ctx.norm} first)" if ctx.pre else "feed-forward input",
+        plain=lambda ctx: (
+            "normalize, then the feed-forward layer" if ctx.pre else "into the feed-forward layer"
+        ),
+        words=lambda ctx: (
             (words.PARALLEL_WORDS if ctx.config.parallel_residual else "")
             + (f"The vectors are {words.NORM_WORDS}, then " if ctx.pre else "Now ")
             + "each token is processed on its own by a small neural network: the feed-forward layer."
         ),
-        lambda ctx: FeedForward.forward,
+        code=FeedForward.forward,
     ),
     "ffn.hidden": Entry(
-        words.fixed("t f"),
-        words.ffn_hidden_title,
-        words.fixed("stretch each vector"),
-        words.fixed("The vector is stretched into a much longer one…"),
-        lambda ctx: FeedForward.forward,
+        shape="t f",
+        title=words.ffn_hidden_title,
+        plain="stretch each vector",
+        words="The vector is stretched into a much longer one…",
+        code=FeedForward.forward,
     ),
     "ffn.act": Entry(
-        words.fixed("t f"),
-        words.ffn_act_title,
-        words.fixed("switch parts on and off"),
-        words.fixed("…a non-linear function switches parts of it on and off…"),
-        lambda ctx: FeedForward.forward,
+        shape="t f",
+        title=words.ffn_act_title,
+        plain="switch parts on and off",
+        words="…a non-linear function switches parts of it on and off…",
+        code=FeedForward.forward,
     ),
     "ffn.out": Entry(
-        words.fixed("t d"),
-        words.fixed("W_down: back to d_model"),
-        words.fixed("squeeze it back"),
-        words.fixed("…and it is squeezed back to the stream's size."),
-        lambda ctx: FeedForward.forward,
+        shape="t d",
+        title="W_down: back to d_model",
+        plain="squeeze it back",
+        words="…and it is squeezed back to the stream's size.",
+        code=FeedForward.forward,
     ),
     "ffn.router_logits": Entry(
-        words.fixed("t n"),
-        words.fixed("router logits: x W_router"),
-        words.fixed("score every expert"),
-        words.router_words,
-        lambda ctx: MoEFeedForward.forward,
+        shape="t n",
+        title="router logits: x W_router",
+        plain="score every expert",
+        words=words.router_words,
+        code=MoEFeedForward.forward,
     ),
     "ffn.router_probs": Entry(
-        words.fixed("t n"),
-        lambda ctx: f"router scores: {ctx.config.router}(logits)",
-        words.fixed("turn the scores into shares"),
-        words.router_probs_words,
-        lambda ctx: router_scores,
+        shape="t n",
+        title=lambda ctx: f"router scores: {ctx.config.router}(logits)",
+        plain="turn the scores into shares",
+        words=words.router_probs_words,
+        code=router_scores,
     ),
     "ffn.experts": Entry(
-        words.fixed("t k"),
-        lambda ctx: f"the top-{ctx.config.experts_per_token} experts of each token",
-        words.fixed("pick the best experts"),
-        lambda ctx: (
+        shape="t k",
+        title=lambda ctx: f"the top-{ctx.config.experts_per_token} experts of each token",
+        plain="pick the best experts",
+        words=lambda ctx: (
             f"Each token picks the {ctx.config.experts_per_token} experts with the highest scores; "
             f"the other {ctx.config.n_experts - ctx.config.experts_per_token} do no work for it."
         ),
-        lambda ctx: MoEFeedForward.forward,
+        code=MoEFeedForward.forward,
     ),
     "ffn.expert_weights": Entry(
-        words.fixed("t k"),
-        words.expert_weights_title,
-        words.fixed("how much each chosen expert counts"),
-        words.expert_weights_words,
-        lambda ctx: MoEFeedForward.forward,
+        shape="t k",
+        title=words.expert_weights_title,
+        plain="how much each chosen expert counts",
+        words=words.expert_weights_words,
+        code=MoEFeedForward.forward,
     ),
     "ffn.expert_out": Entry(
-        words.fixed("k t d"),
-        words.fixed("each chosen expert's output FFN_E(x)"),
-        words.fixed("each chosen expert does its work"),
-        words.fixed(
-            "Each chosen expert, a feed-forward layer of its own, processes the token: one "
-            "vector per expert the token picked."
-        ),
-        lambda ctx: MoEFeedForward._run_experts,
+        shape="k t d",
+        title="each chosen expert's output FFN_E(x)",
+        plain="each chosen expert does its work",
+        words="Each chosen expert, a feed-forward layer of its own, processes the token: one "
+        "vector per expert the token picked.",
+        code=MoEFeedForward._run_experts,
     ),
     "ffn.shared_out": Entry(
-        words.fixed("t d"),
-        words.fixed("the shared expert: sigmoid(x w_s) FFN_shared(x)"),
-        words.fixed("the expert every token uses"),
-        words.fixed(
-            "One more expert works on every token, and a gate between 0 and 1 decides how much "
-            "of its answer to add."
-        ),
-        lambda ctx: MoEFeedForward.forward,
+        shape="t d",
+        title="the shared expert: sigmoid(x w_s) FFN_shared(x)",
+        plain="the expert every token uses",
+        words="One more expert works on every token, and a gate between 0 and 1 decides how much "
+        "of its answer to add.",
+        code=MoEFeedForward.forward,
     ),
     "ffn.post_norm": Entry(
-        words.fixed("t d"),
-        lambda ctx: words.post_norm_title(ctx, "feed-forward"),
-        words.fixed("normalize what the feed-forward layer made"),
-        lambda ctx: words.post_norm_words(ctx, "The feed-forward layer"),
-        lambda ctx: Block._sublayer,
+        shape="t d",
+        title=lambda ctx: words.post_norm_title(ctx, "feed-forward"),
+        plain="normalize what the feed-forward layer made",
+        words=lambda ctx: words.post_norm_words(ctx, "The feed-forward layer"),
+        code=Block._sublayer,
     ),
     "resid_post": Entry(
-        words.fixed("t d"),
-        words.add_title,
-        words.add_plain,
-        lambda ctx: (
+        shape="t d",
+        title=words.add_title,
+        plain=words.add_plain,
+        words=lambda ctx: (
             f"The feed-forward result is added to the stream.{words.then_normalized(ctx)} The "
             "block is done; the next block repeats it."
         ),
-        lambda ctx: Block.forward,
+        code=Block.forward,
     ),
     "final_norm": Entry(
-        words.fixed("t d"),
-        lambda ctx: f"final {ctx.norm}",
-        words.fixed("normalize one last time"),
-        words.fixed("After the last block, the vectors are normalized one last time."),
-        lambda ctx: TransformerStack.forward,
+        shape="t d",
+        title=lambda ctx: f"final {ctx.norm}",
+        plain="normalize one last time",
+        words="After the last block, the vectors are normalized one last time.",
+        code=TransformerStack.forward,
     ),
     "logits_raw": Entry(
-        words.fixed("t v"),
-        words.fixed("raw logits: the LM head, before the soft-cap"),
-        words.fixed("score every token in the vocabulary"),
-        words.logits_raw_words,
-        lambda ctx: TransformerModel.head_logits,
+        shape="t v",
+        title="raw logits: the LM head, before the soft-cap",
+        plain="score every token in the vocabulary",
+        words=words.logits_raw_words,
+        code=TransformerModel.head_logits,
     ),
     "logits": Entry(
-        words.fixed("t v"),
-        words.logits_title,
-        words.fixed("score every token in the vocabulary"),
-        words.logits_words,
-        lambda ctx: TransformerModel.unembed,
+        shape="t v",
+        title=words.logits_title,
+        plain="score every token in the vocabulary",
+        words=words.logits_words,
+        code=TransformerModel.unembed,
     ),
     "classifier.pooled": Entry(
-        words.fixed("d"),
-        lambda ctx: f"pooled: {POOLING_NAMES[ctx.config.classifier_pooling]}",
-        lambda ctx: f"one vector for the whole {'image' if ctx.config.vision else 'text'}",
-        words.classifier_pooled_words,
-        lambda ctx: pool_sequence,
+        shape="d",
+        title=lambda ctx: f"pooled: {POOLING_NAMES[ctx.config.classifier_pooling]}",
+        plain=lambda ctx: f"one vector for the whole {'image' if ctx.config.vision else 'text'}",
+        words=words.classifier_pooled_words,
+        code=pool_sequence,
     ),
     "classifier.logits": Entry(
-        words.fixed("c"),
-        words.fixed("class logits: W_c pooled + b_c"),
-        words.fixed("score each label"),
-        lambda ctx: (
+        shape="c",
+        title="class logits: W_c pooled + b_c",
+        plain="score each label",
+        words=lambda ctx: (
             f"That vector gets one score per label ({', '.join(ctx.config.labels)}); the "
             "softmax turns the scores into probabilities."
         ),
-        lambda ctx: ClassificationHead.forward,
+        code=ClassificationHead.forward,
     ),
     "sentence.pooled": Entry(
-        words.fixed("d"),
-        lambda ctx: f"pooled: {POOLING_NAMES[ctx.config.sentence_pooling]}",
-        words.fixed("one vector for the whole text"),
-        words.sentence_pooled_words,
-        lambda ctx: pool_sequence,
+        shape="d",
+        title=lambda ctx: f"pooled: {POOLING_NAMES[ctx.config.sentence_pooling]}",
+        plain="one vector for the whole text",
+        words=words.sentence_pooled_words,
+        code=pool_sequence,
     ),
     "sentence.vector": Entry(
-        words.fixed("d"),
-        words.fixed("the sentence vector: pooled / ‖pooled‖"),
-        words.fixed("scale it to length 1: the sentence vector"),
-        words.fixed(
-            "That vector is scaled to length 1: the sentence vector. Texts with a similar "
-            "meaning get vectors that point the same way."
-        ),
-        lambda ctx: SentenceHead.forward,
+        shape="d",
+        title="the sentence vector: pooled / ‖pooled‖",
+        plain="scale it to length 1: the sentence vector",
+        words="That vector is scaled to length 1: the sentence vector. Texts with a similar "
+        "meaning get vectors that point the same way.",
+        code=SentenceHead.forward,
     ),
 }
 
 
 # a vision transformer's input and embedding steps (`stage_vision.py`), read for a model whose
 # config says vision
-VISION: dict[str, Entry] = {kind: Entry(*fields) for kind, fields in VISION_STEPS.items()}
+VISION: dict[str, Entry] = {kind: Entry(**fields) for kind, fields in VISION_STEPS.items()}
 
 
 @functools.cache  # reading the source file is slow: a model's 455 steps name a dozen functions

@@ -11,7 +11,7 @@ from __future__ import annotations
 from glassformer.inputs import ModelInputs
 from glassformer.nn.patches import PatchEmbedding
 from glassformer.nn.positions import LearnedPositions
-from glassformer.workshop.stage_words import Context, fixed
+from glassformer.workshop.stage_words import Context
 
 
 def _grid(ctx: Context) -> tuple[int, int, int]:
@@ -65,45 +65,45 @@ VISION_STREAM_WORDS = (
 )
 
 
-VISION_STEPS = {  # kind -> (shape, title, plain, words, code, equation)
-    "tokens": (
-        fixed("t"),
-        image_title,
-        fixed("cut the image into patches"),
-        image_words,
-        lambda ctx: ModelInputs.pixels,
-        "vit.tokens",
+VISION_STEPS = {  # kind -> the Entry's fields (stage_catalogue.Entry)
+    "tokens": dict(
+        shape="t",
+        title=image_title,
+        plain="cut the image into patches",
+        words=image_words,
+        code=ModelInputs.pixels,
+        equation="vit.tokens",
     ),
-    "embed.patches": (
-        fixed("n d"),
-        patches_title,
-        fixed("turn each patch into a vector"),
-        patches_words,
-        lambda ctx: PatchEmbedding.forward,
-        "vit.embed.patches",
+    "embed.patches": dict(
+        shape="n d",
+        title=patches_title,
+        plain="turn each patch into a vector",
+        words=patches_words,
+        code=PatchEmbedding.forward,
+        equation="vit.embed.patches",
     ),
-    "embed.tokens": (
-        fixed("t d"),
-        fixed("[CLS] + the patches: the tokens"),
-        fixed("put [CLS] in front of the patches"),
-        fixed(VISION_TOKENS_WORDS),
-        lambda ctx: PatchEmbedding.forward,
-        "vit.embed.tokens",
+    "embed.tokens": dict(
+        shape="t d",
+        title="[CLS] + the patches: the tokens",
+        plain="put [CLS] in front of the patches",
+        words=VISION_TOKENS_WORDS,
+        code=PatchEmbedding.forward,
+        equation="vit.embed.tokens",
     ),
-    "embed.positions": (
-        fixed("t d"),
-        fixed("learned position vectors E_pos: one per place in the grid"),
-        fixed("add where each patch sits"),
-        fixed(VISION_POSITIONS_WORDS),
-        lambda ctx: LearnedPositions.forward,
-        "vit.embed.positions",
+    "embed.positions": dict(
+        shape="t d",
+        title="learned position vectors E_pos: one per place in the grid",
+        plain="add where each patch sits",
+        words=VISION_POSITIONS_WORDS,
+        code=LearnedPositions.forward,
+        equation="vit.embed.positions",
     ),
-    "embed.out": (
-        fixed("t d"),
-        fixed("z_0 = [x_cls; patches] + E_pos: the stream entering block 0"),
-        fixed("the residual stream begins"),
-        fixed(VISION_STREAM_WORDS),
-        lambda ctx: PatchEmbedding.forward,
-        "vit.embed.out",
+    "embed.out": dict(
+        shape="t d",
+        title="z_0 = [x_cls; patches] + E_pos: the stream entering block 0",
+        plain="the residual stream begins",
+        words=VISION_STREAM_WORDS,
+        code=PatchEmbedding.forward,
+        equation="vit.embed.out",
     ),
 }
