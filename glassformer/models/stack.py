@@ -15,10 +15,10 @@ full causal mask), one rotation per RoPE base (Gemma 3's windowed layers turn by
 ``rope_local_base``). Every model family is built from stacks: a decoder or an encoder
 has one (``model.stack``), an encoder-decoder two (``model.encoder``, ``model.decoder``).
 
-A stack names its own hook points at construction: ``{name}.blocks.0.attn.q`` with
-``name`` ``"encoder"`` or ``"decoder"`` in an encoder-decoder, and plain
-``blocks.0.attn.q`` for the single stack of a decoder or an encoder (the trace contract
-has no prefix there).
+A stack names its own hook points at construction, each with `hook_name` of its module
+path: ``{name}.blocks.0.attn.q`` with ``name`` ``"encoder"`` or ``"decoder"`` in an
+encoder-decoder, and plain ``blocks.0.attn.q`` for the single stack of a decoder or an
+encoder (the trace contract has no prefix there).
 
 Positions come from the attention mask when one is given, ``pos = cumsum(mask) - 1``,
 so a left-padded prompt's first real token has position 0 as it would alone; with no
@@ -72,7 +72,8 @@ class TransformerStack(nn.Module):
         self.relative_bias = (
             T5RelativeBias(config, bidirectional=not causal) if config.positions == "t5_relative" else None
         )
-        self.hook_points = name_hook_points(self, prefix=name)  # name -> HookPoint, forward order
+        # name -> HookPoint, forward order: hook_name(kind, i, name) for the points of self.blocks[i]
+        self.hook_points = name_hook_points(self, prefix=name)
         # Activation checkpointing (train.checkpoint_activations): in training, each block keeps
         # only its input and recomputes the rest in backward (`run_block`).
         self.checkpoint_activations = False

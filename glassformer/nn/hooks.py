@@ -7,7 +7,9 @@ tensor (ablation, patching) or ``None`` to leave the value as it is.
 
 Modules declare their points with `HookPoint("q")`; `name_hook_points(model)` gives
 each point its full dotted name from the module tree (``blocks.0.attn.q``), so the
-names follow the model's structure and never drift from it.
+names follow the model's structure and never drift from it. `hook_name` spells a name
+(``hook_name("attn.q", 0)``) and is the one place that does: the stack names its points
+with it, and every analysis asks it for the names it reads.
 
 >>> import torch
 >>> point = HookPoint("q")
@@ -78,6 +80,42 @@ class HookPoint:
         return f"HookPoint({self.name!r}, hooks={len(self.fns)})"
 
 
+BLOCKS = "blocks"  # the stack's attribute that holds its blocks, and their names' first part
+
+
+def hook_name(kind: str, layer: int | str | None = None, stack: str = "") -> str:
+    """The trace contract's name of activation ``kind`` of block ``layer`` of ``stack``.
+
+    ``kind`` is the name inside its block (``"attn.pattern"``, ``"resid_post"``,
+    ``"cross_attn.q"``) or, with no ``layer``, outside the blocks (``"embed.out"``,
+    ``"final_norm"``). ``layer`` may be ``"*"``: a glob pattern over every block, as
+    `lm.trace` and `select` read it. ``stack`` is ``"encoder"`` or ``"decoder"`` in an
+    encoder-decoder and empty for a decoder's or an encoder's single stack; a trailing dot
+    (the analyses' ``prefix="encoder."``) is the same stack.
+
+    A decoder (or an encoder):
+
+    >>> hook_name("attn.pattern", 3)
+    'blocks.3.attn.pattern'
+    >>> hook_name("resid_post", "*")
+    'blocks.*.resid_post'
+
+    An encoder-decoder:
+
+    >>> hook_name("cross_attn.q", 0, stack="decoder")
+    'decoder.blocks.0.cross_attn.q'
+    >>> hook_name("resid_mid", 1, stack="encoder.")
+    'encoder.blocks.1.resid_mid'
+
+    Names outside the blocks:
+
+    >>> hook_name("embed.out"), hook_name("final_norm", stack="encoder")
+    ('embed.out', 'encoder.final_norm')
+    """
+    block = None if layer is None else f"{BLOCKS}.{layer}"
+    return ".".join(part for part in (stack.removesuffix("."), block, kind) if part)
+
+
 def _local_points(module: nn.Module) -> Iterator[HookPoint]:
     for value in vars(module).values():
         if isinstance(value, HookPoint):
@@ -101,12 +139,17 @@ def _forward_rank(name: str) -> tuple[int, ...]:
 
 
 def name_hook_points(module: nn.Module, prefix: str = "") -> dict[str, HookPoint]:
-    """Give every hook point under ``module`` its dotted name (its module path, after
-    ``prefix``); return them by name, in forward order."""
+    """Give every hook point under ``module`` its dotted name, `hook_name` of its module
+    path (``blocks.{i}`` read as the layer, after ``prefix``); return them by name, in
+    forward order."""
     points: dict[str, HookPoint] = {}
     for path, child in module.named_modules():
+        parts = path.split(".") if path else []
+        layer = None
+        if parts[:1] == [BLOCKS] and len(parts) > 1 and parts[1].isdigit():
+            layer, parts = int(parts[1]), parts[2:]
         for point in _local_points(child):
-            point.name = ".".join(part for part in (prefix, path, point.local) if part)
+            point.name = hook_name(".".join([*parts, point.local]), layer, prefix)
             points[point.name] = point
     return sort_forward(points)
 
