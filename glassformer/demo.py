@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 import glassformer as gf
 from glassformer.config import llama_style
+from glassformer.nn.hooks import hook_name
 from glassformer.train.denormals import flush_denormal
 
 BOS = 1
@@ -71,7 +72,7 @@ def induction_scores(trace: gf.Trace, length: int) -> torch.Tensor:
     Query at position L + 1 + i (second copy of r_i) -> key at position 2 + i (r_{i+1}).
     -> layers x heads.
     """
-    patterns = trace.stack("blocks.*.attn.pattern")[:, 0]  # layers h t s
+    patterns = trace.stack(hook_name("attn.pattern", "*"))[:, 0]  # layers h t s
     queries = torch.arange(length + 1, 2 * length)
     keys = queries - length + 1
     return patterns[:, :, queries, keys].mean(-1)
@@ -153,7 +154,7 @@ def _continue(lm: gf.LanguageModel, sequence: list[int], length: int, out: Calla
 def _find_induction_head(
     lm: gf.LanguageModel, sequence: list[int], length: int, out: Callable[[str], None]
 ) -> float:
-    names = ["embed.out", "blocks.*.attn.pattern", "blocks.*.resid_post", "logits"]
+    names = ["embed.out", hook_name("attn.pattern", "*"), hook_name("resid_post", "*"), "logits"]
     trace = lm.trace(sequence[:-1], names=names)
     scores = induction_scores(trace, length)
     layer, head = divmod(int(scores.argmax()), lm.config.n_heads)

@@ -28,21 +28,7 @@ FIELD = "{}"  # what an f-string's field reads as in the scan
 BLOCK_NAME = re.compile(r"(?:^|\{\})(?:(?:encoder|decoder)\.)?blocks\.(?:\{\}|\d+|\*)(?:\.|$)")
 HOME = {"nn/hooks.py"}  # the helper's own module
 # Modules edited elsewhere while issue 29 landed; each moves to `hook_name` and leaves this set.
-PENDING = {
-    "workshop/architecture.py",
-    "commands/inspect.py",
-    "demo.py",
-    "inspect/attention_stats.py",
-    "inspect/attribution.py",
-    "inspect/embedding_geometry.py",
-    "inspect/film.py",
-    "inspect/fine_tuning.py",
-    "inspect/head_roles.py",
-    "inspect/interventions.py",
-    "inspect/logit_lens.py",
-    "workshop/interventions.py",
-    "workshop/streaming.py",
-}
+PENDING = {"workshop/architecture.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -193,11 +193,12 @@ def build_view(lm, text: str, view: str, layer: int = 0, head: int | None = None
 
 def _heatmap(lm, text: str, layer: int, head: int | None):
     from glassformer.inspect import attention_patterns, head_pattern
+    from glassformer.nn.hooks import hook_name
     from glassformer.viz import attention_grid, attention_heatmap
 
     if lm.config.seq2seq:
         raise ValueError("--view heatmap shows self-attention of decoder or encoder models; use --view head")
-    trace = lm.trace(text, "blocks.*.attn.pattern")
+    trace = lm.trace(text, hook_name("attn.pattern", "*"))
     if head is None:
         patterns = attention_patterns(trace)  # layers h t s
         if not 0 <= layer < patterns.shape[0]:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import torch
 
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import Trace
 
 PREFIXES = ("", "encoder.", "decoder.")
@@ -68,20 +69,20 @@ def stacked_patterns(trace: Trace, prefix: str = "", kind: str = "attn") -> torc
         raise ValueError(f"kind={kind!r}; allowed values: {', '.join(KINDS)}")
     if kind == "cross_attn" and prefix != "decoder.":
         raise ValueError("cross-attention lives in an encoder-decoder's decoder: pass prefix='decoder.'")
-    wanted = re.compile(re.escape(prefix) + r"blocks\.(\d+)\." + kind + r"\.pattern")
+    every = hook_name(f"{kind}.pattern", "*", prefix)  # e.g. decoder.blocks.*.cross_attn.pattern
+    wanted = re.compile(re.escape(every).replace(r"\*", r"(\d+)"))  # the glob's * read as the layer
     layers = {int(m.group(1)): name for name in trace if (m := wanted.fullmatch(name))}
     if not layers:
         hint = ""
         if prefix == "" and any(name.startswith(("encoder.", "decoder.")) for name in trace):
             hint = " This is an encoder-decoder trace: pass prefix='encoder.' or prefix='decoder.'."
         raise ValueError(
-            f"the trace holds no {prefix}blocks.*.{kind}.pattern; capture it with "
-            f'lm.trace(text, names="{prefix}blocks.*.{kind}.pattern").{hint}'
+            f'the trace holds no {every}; capture it with lm.trace(text, names="{every}").{hint}'
         )
     if sorted(layers) != list(range(len(layers))):
         raise ValueError(
             f"the trace holds the {kind} patterns of layers {sorted(layers)} only; capture every layer "
-            f'(names="{prefix}blocks.*.{kind}.pattern") so that layer indices mean what they say'
+            f'(names="{every}") so that layer indices mean what they say'
         )
     return torch.stack([trace[layers[i]].float() for i in range(len(layers))])  # layers b h t s
 

@@ -53,7 +53,7 @@ import torch
 
 from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target, special_id
-from glassformer.nn.hooks import select
+from glassformer.nn.hooks import hook_name, select
 from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
@@ -303,7 +303,7 @@ def attention_x_gradient(
     tgt = make_target(lm, target, ids, dec)
     net = lm.net
     prefix = input_prefix(lm.net)
-    names = select(net.hook_points, f"{prefix}blocks.*.attn.pattern")
+    names = select(net.hook_points, hook_name("attn.pattern", "*", prefix))
     patterns: dict[str, torch.Tensor] = {}
 
     def keep(pattern: torch.Tensor, name: str) -> None:
@@ -311,8 +311,8 @@ def attention_x_gradient(
 
     hooks = {
         # A leaf input puts the patterns in the graph even when the weights are frozen.
-        f"{prefix}embed.out": lambda x, _: x.detach().requires_grad_(True),
-        f"{prefix}blocks.*.attn.pattern": keep,
+        hook_name("embed.out", stack=prefix): lambda x, _: x.detach().requires_grad_(True),
+        hook_name("attn.pattern", "*", prefix): keep,
     }
     # Explicit attention: the fused kernel never forms A, so F would not depend on it.
     with torch.enable_grad(), evaluating(net), net.attention_impl("explicit"), net.hooks(hooks):

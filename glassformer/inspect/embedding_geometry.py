@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from glassformer.inputs import TokenInput, input_prefix
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
@@ -211,7 +212,8 @@ def hidden_state_trajectory(
     inputs = lm.inputs
     ids = inputs.single(text)
     prefix = input_prefix(lm.net)
-    names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(lm.config.n_layers)]
+    names = [hook_name("embed.out", stack=prefix)]
+    names += [hook_name("resid_post", i, prefix) for i in range(lm.config.n_layers)]
     store: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, name: str) -> None:

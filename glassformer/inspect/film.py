@@ -35,6 +35,7 @@ import torch
 from glassformer.formats.run_directory import FILM
 from glassformer.inspect.head_roles import induction_scores, previous_token_scores
 from glassformer.inspect.logit_lens import logit_lens
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import capture, evaluating
 
 PROBE_TOKENS = 48  # the longest probe kept: patterns grow as t^2
@@ -73,11 +74,11 @@ def record_frame(net, ids: torch.Tensor, tokenizer=None) -> dict[str, Any]:
     prefix = "encoder." if net.config.seq2seq else ""
     decoder_only = net.config.causal and not net.config.seq2seq  # where induction heads are read
     with torch.no_grad(), evaluating(net):
-        names = [f"{prefix}blocks.*.attn.pattern", f"{prefix}blocks.*.resid_post"]
+        names = [hook_name("attn.pattern", "*", prefix), hook_name("resid_post", "*", prefix)]
         if net.config.n_classes:
             names.append("classifier.logits")
         if net.config.moe:
-            names.append(f"{prefix}blocks.*.ffn.experts")
+            names.append(hook_name("ffn.experts", "*", prefix))
         decoder = lm.inputs.decoder_ids(None)  # an encoder-decoder's start token; else None
         trace = capture(net, names, lambda: lm.inputs.forward(ids, decoder), input_ids=ids)
         patterns = torch.stack([trace[n][0] for n in trace if n.endswith("attn.pattern")]).float()  # L H t t

@@ -32,6 +32,7 @@ import torch
 
 from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.attention_stats import attention_patterns, check_layer_head
+from glassformer.nn.hooks import hook_name
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
     from glassformer.lm import LanguageModel
@@ -112,7 +113,7 @@ def attention_shift(
             )
     after.inputs.single(ids.tolist(), "text")  # the ids fit the fine-tuned model too
     prefix = input_prefix(before.net)
-    names = f"{prefix}blocks.*.attn.pattern"
+    names = hook_name("attn.pattern", "*", prefix)
     p = attention_patterns(before.trace(ids, names), prefix)  # layers h t s
     q = attention_patterns(after.trace(ids.to(after.inputs.device), names), prefix).to(p.device)
     distance = row_distance(p, q, measure)  # layers h t

@@ -39,6 +39,7 @@ from glassformer.inspect.attention_stats import (
     stacked_patterns,
 )
 from glassformer.models import DecoderLM
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import Trace, capture
 
 
@@ -134,7 +135,7 @@ def induction_scores(
     ids = torch.cat([torch.tensor([bos] * n_seqs, dtype=torch.long), first, first], 1)  # n t
     inputs = lm.inputs
     ids = ids.to(inputs.device)
-    trace = capture(net, "blocks.*.attn.pattern", lambda: inputs.forward(ids), input_ids=ids)
+    trace = capture(net, hook_name("attn.pattern", "*"), lambda: inputs.forward(ids), input_ids=ids)
     patterns = stacked_patterns(trace)  # layers n h t s
     queries = torch.arange(len(bos) + seq_len, len(bos) + 2 * seq_len)
     return patterns[..., queries, queries - seq_len + 1].mean(-1).mean(1)  # layers h
@@ -198,7 +199,7 @@ def head_roles(lm, text, top: int = 3, prefix: str | None = None, max_offset: in
     if prefix is None:
         prefix = input_prefix(lm.net)
     ids = lm.inputs.single(text)
-    trace = lm.trace(ids, names=f"{prefix}blocks.*.attn.pattern")
+    trace = lm.trace(ids, names=hook_name("attn.pattern", "*", prefix))
     if ids.shape[1] < 2:
         raise ValueError("head roles need a text of at least 2 tokens")
     positional, offsets = positional_scores(trace, max_offset, prefix)

@@ -38,7 +38,7 @@ import torch
 
 from glassformer.inputs import TokenInput, input_prefix
 from glassformer.inspect.targets import Target, TargetSpec, make_target
-from glassformer.nn.hooks import HookFn
+from glassformer.nn.hooks import HookFn, hook_name
 from glassformer.nn.trace import evaluating
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the analyses
@@ -253,7 +253,7 @@ def ablate_head(
     inputs = lm.inputs
     ids, dec = inputs.single(text), inputs.decoder_ids(decoder_input)
     tgt = make_target(lm, target, ids, dec)
-    name = f"{input_prefix(lm.net)}blocks.{layer}.attn.z"
+    name = hook_name("attn.z", layer, input_prefix(lm.net))
     mean = None
     if mode == "mean" and reference is not None:
         rows = [_capture(lm, inputs.single(r, "reference"), dec, tgt, [name])[0][name][0] for r in reference]
@@ -364,11 +364,10 @@ def patching_sweep(
     tgt = make_target(lm, target, clean_ids, dec)
     prefix = input_prefix(lm.net)
     if activation == "resid_pre":
-        names = [f"{prefix}embed.out"] + [
-            f"{prefix}blocks.{i}.resid_post" for i in range(lm.config.n_layers - 1)
-        ]
+        names = [hook_name("embed.out", stack=prefix)]
+        names += [hook_name("resid_post", i, prefix) for i in range(lm.config.n_layers - 1)]
     else:
-        names = [f"{prefix}blocks.{i}.{activation}" for i in range(lm.config.n_layers)]
+        names = [hook_name(activation, i, prefix) for i in range(lm.config.n_layers)]
     store, clean = _capture(lm, clean_ids, dec, tgt, names)
     corrupt = float(_run(lm, corrupt_ids, dec, tgt)[0])
     n = lm.config.n_heads if activation == "attn.z" else clean_ids.shape[1]  # columns

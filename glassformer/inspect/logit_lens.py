@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import capture
 
 
@@ -109,7 +110,9 @@ def logit_lens(
     target_id = None if target is None else inputs.token_id(target, "target")
     prefix = "decoder." if dec is not None else ""
     n_blocks = len(net.output_stack.blocks)
-    names = [f"{prefix}embed.out"] + [f"{prefix}blocks.{i}.resid_post" for i in range(n_blocks)]
+    names = [hook_name("embed.out", stack=prefix)] + [
+        hook_name("resid_post", i, prefix) for i in range(n_blocks)
+    ]
     streams = capture(net, names, lambda: inputs.forward(ids, dec))  # one pass: every layer's stream
     top_ids, top_probs, ranks, probs, entropy = [], [], [], [], []
     with torch.no_grad():

@@ -25,7 +25,7 @@ import torch
 
 from glassformer.inputs import input_prefix
 from glassformer.inspect.interventions import head_ablation_hook, head_patch_hook, head_scale_hook
-from glassformer.nn.hooks import HookFn
+from glassformer.nn.hooks import HookFn, hook_name
 from glassformer.nn.trace import capture
 
 MODES = ("zero", "mean", "scale", "patch")
@@ -52,7 +52,7 @@ class HeadInterventions:
         sources = self._patch_sources(decoder_ids)
         hooks: dict[str, HookFn] = {}
         for item in self.items:
-            name = f"{prefix}blocks.{item['layer']}.attn.z"
+            name = hook_name("attn.z", item["layer"], prefix)
             heads, mode = [item["head"]], item["mode"]
             if mode == "scale":
                 hook = head_scale_hook(heads, item["factor"])
@@ -67,7 +67,7 @@ class HeadInterventions:
     def _patch_sources(self, decoder_ids: torch.Tensor | None) -> dict[str, torch.Tensor]:
         """The patched layers' head outputs (1 h t e) on ``patch_text``: one forward pass."""
         prefix = input_prefix(self.lm.net)
-        names = sorted({f"{prefix}blocks.{i['layer']}.attn.z" for i in self.items if i["mode"] == "patch"})
+        names = sorted({hook_name("attn.z", i["layer"], prefix) for i in self.items if i["mode"] == "patch"})
         if not names:
             return {}
         inputs = self.lm.inputs

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from glassformer.generate import stream_ids
 from glassformer.lm import decode_pieces
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.kv_cache import KVCache
 from glassformer.sampling import GenerationSettings
 
@@ -43,8 +44,8 @@ def token_events(lm, text: str, settings: GenerationSettings) -> Iterator[str]:
     def count(x, name: str) -> None:  # b h t e (q), b g s e (k)
         rows[name.rsplit(".", 1)[1]] = x.shape[2]
 
-    prefix = "decoder." if lm.config.seq2seq else ""
-    hooks = dict.fromkeys((f"{prefix}blocks.0.attn.q", f"{prefix}blocks.0.attn.k"), count)
+    stack = "decoder" if lm.config.seq2seq else ""
+    hooks = dict.fromkeys((hook_name("attn.q", 0, stack), hook_name("attn.k", 0, stack)), count)
     start = last = time.perf_counter()
     n, text_shown, prefill = 0, "", 0.0
     with lm.net.hooks(hooks):
