@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.trace import Trace
 
 if TYPE_CHECKING:  # annotations only: the facade sits above the views
@@ -39,7 +40,7 @@ class AttentionSource:
     decoder_ids: torch.Tensor | None  # 1 t: the decoder's input, encoder-decoder only
     query_tokens: list[str]
     key_tokens: list[str]
-    stack: str  # "blocks", "encoder.blocks" or "decoder.blocks"
+    stack: str  # "" (one stack), "encoder" or "decoder"
     module: str  # "attn" or "cross_attn"
     n_layers: int
     causal: bool  # queries see only keys s <= t
@@ -55,7 +56,7 @@ class AttentionSource:
 
     def name(self, layer: int, what: str) -> str:
         """The trace name of ``what`` (q, k, scores, pattern) in ``layer``."""
-        return f"{self.stack}.{layer}.{self.module}.{what}"
+        return hook_name(f"{self.module}.{what}", layer, self.stack)
 
     def layer(self, layer: int) -> int:
         """``layer`` checked against this stack (negative counts from the end)."""
@@ -96,9 +97,7 @@ def attention_source(
     if not config.seq2seq:
         tokens = inputs.labels(ids)
         causal = config.causal
-        return AttentionSource(
-            lm, "self", ids, None, tokens, tokens, "blocks", "attn", config.n_layers, causal
-        )
+        return AttentionSource(lm, "self", ids, None, tokens, tokens, "", "attn", config.n_layers, causal)
     if decoder_input is None and attention != "encoder":
         raise ValueError(
             f"attention={attention!r} shows the decoder's queries: pass decoder_input "
@@ -109,9 +108,9 @@ def attention_source(
     target = [] if decoder_ids is None else inputs.labels(decoder_ids)
     n_encoder, n_decoder = (len(stack.blocks) for stack in lm.net.stacks)
     sides = {  # queries, keys, stack, module, layers, causal
-        "encoder": (source, source, "encoder.blocks", "attn", n_encoder, False),
-        "decoder": (target, target, "decoder.blocks", "attn", n_decoder, True),
-        "cross": (target, source, "decoder.blocks", "cross_attn", n_decoder, False),
+        "encoder": (source, source, "encoder", "attn", n_encoder, False),
+        "decoder": (target, target, "decoder", "attn", n_decoder, True),
+        "cross": (target, source, "decoder", "cross_attn", n_decoder, False),
     }
     return AttentionSource(lm, attention, ids, decoder_ids, *sides[attention])
 
