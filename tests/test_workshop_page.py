@@ -361,7 +361,7 @@ def test_a_link_without_sampling_settings_opens_on_the_library_s_defaults(worksh
     assert {key: float(workshop.query()[key]) for key in SAMPLING_DEFAULTS} == SAMPLING_DEFAULTS
 
     other = {"temperature": 1.3, "top_p": 0.5}  # the server's answer is what the page follows
-    monkeypatch.setattr("glassformer.workshop.server.SAMPLING_DEFAULTS", other)
+    monkeypatch.setattr("glassformer.workshop.model_routes.SAMPLING_DEFAULTS", other)
     workshop.open(model="tiny", text=TEXT, level="intermediate")
     assert {key: float(page.input_value(f"#{key}")) for key in other} == other
     assert_prediction_shown(workshop, models["tiny"], TEXT, decimals=2, **other)

@@ -1,0 +1,84 @@
+"""The routes about the models themselves, not one pass of them:
+
+GET  /api/models       the models this server holds (name, architecture, stages, limits) and the
+                       library's sampling defaults (`sampling.SAMPLING_DEFAULTS`)
+GET  /api/costs        ?model=&seq_len=&batch=&dtype= -> what the model costs: parameters
+                       by component, FLOPs per token, KV cache and training activation
+                       memory (`glassformer.inspect.cost_report.costs`)
+GET  /api/samples      ?model= -> the held-out digits a vision model can read, for the page's
+                       picker: {count, images (packed n C H W), labels, source} (`images.py`)
+POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
+                       as one more model (its latest checkpoint), to walk or compare
+"""
+
+from __future__ import annotations
+
+import functools
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from glassformer.inspect.cost_report import costs
+from glassformer.loading import load
+from glassformer.sampling import SAMPLING_DEFAULTS
+from glassformer.workshop.architecture import model_entry
+from glassformer.workshop.attention_change import origin
+from glassformer.workshop.budget import watch
+from glassformer.workshop.http import RequestError, answer, read_query, read_request
+from glassformer.workshop.images import samples as held_out_samples
+from glassformer.workshop.model_work import Workshop
+from glassformer.workshop.request_types import CostsQuery, RunRequest, SamplesQuery
+
+
+def model_routes(workshop: Workshop) -> list[Route]:
+    """The routes above, on ``workshop``'s models (a run opened joins them)."""
+    models, origins = workshop.models, workshop.origins
+
+    async def list_models(request: Request) -> JSONResponse:
+        described = [model_entry(name, lm, origins.get(name)) for name, lm in models.items()]
+        # never the token (`teach.py` shows it to a person); the library's sampling defaults for the form
+        return JSONResponse({"models": described, "sampling": dict(SAMPLING_DEFAULTS)})
+
+    async def model_costs(request: Request) -> JSONResponse:
+        query = read_query(request, CostsQuery)
+        lm = workshop.model(query.model)
+        seq_len = query.seq_len or lm.config.max_seq_len
+        figures = functools.partial(
+            costs,
+            lm.config,
+            seq_len=seq_len,
+            batch=query.batch,
+            dtype=query.dtype,
+            real_parameters=lm.net.num_parameters(),
+        )
+        return await answer(anyio.to_thread.run_sync(lambda: figures().to_dict()))
+
+    async def samples(request: Request) -> JSONResponse:
+        query = read_query(request, SamplesQuery)
+        config = workshop.model(query.model).config
+        return await answer(anyio.to_thread.run_sync(held_out_samples, config))  # read once, then cached
+
+    async def open_run(request: Request) -> JSONResponse:
+        """A run of the lab's runs root, loaded as one more model (by name: never a path)."""
+        body = await read_request(request, RunRequest)
+        try:
+            directory = workshop.lab.run_dir(body.run)
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        name = f"runs/{directory.name}"
+        work = workshop.run_model(request, "open", load, directory)  # its latest checkpoint
+        lm = await answer(work, lambda lm: lm)
+        watch(lm.net)
+        models[name] = lm
+        if origin(directory) in models:
+            origins[name] = origin(directory)
+        return JSONResponse({"model": name})
+
+    return [
+        Route("/api/models", list_models),
+        Route("/api/costs", model_costs),
+        Route("/api/samples", samples),
+        Route("/api/lab/open", open_run, methods=["POST"]),
+    ]

@@ -1,0 +1,126 @@
+"""What the workshop's model routes share: a `Workshop` holds the models, the one lock and the
+one model thread, and runs each piece of model work within its route's limits.
+
+Models are the ones the command line named, loaded once at start (and the lab's runs opened
+since); the browser picks one by name and can never make the server read a path. Forward
+passes run one at a time (one lock), off the event loop, always on the same worker thread:
+torch's CPU thread pool belongs to the thread that calls it, so moving between threads would
+start new pools that compete for the cores (streaming ran ~15% slower that way). Each runs
+within its route's work limits (`limits.py`: tokens by the model's sizes, seconds) and stops
+when its page leaves or the server stops (`budget.py`).
+
+The route modules (`walk_routes.py`, `generate_routes.py`, `reading_routes.py`,
+`model_routes.py`, `page_routes.py`) each take the one `Workshop` the app was made with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+
+from glassformer.sampling import generation_settings
+from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
+from glassformer.workshop.http import RequestError
+from glassformer.workshop.lab import Lab
+from glassformer.workshop.limits import SECONDS, check_length
+from glassformer.workshop.pass_input import PassInput, read_pass
+from glassformer.workshop.request_types import PassRequest, Sampling
+
+
+@dataclass
+class Workshop:
+    """``models`` ({name: LanguageModel}, the lab's runs added as they open); ``origins``
+    ({fine-tuned model: the model it was fine-tuned from}); ``lab``, the training lab."""
+
+    models: dict[str, Any]
+    origins: dict[str, str]
+    lab: Lab
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    running: set[WorkBudget] = field(
+        default_factory=set
+    )  # the model work in flight (one runs, the rest wait)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set by `stop_work`
+    model_thread: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="glassformer-model")
+    )
+
+    def __post_init__(self) -> None:
+        for lm in self.models.values():
+            watch(lm.net)
+
+    async def on_model_thread(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.model_thread, fn, *args)
+
+    async def run_model(self, request: Request, route: str, fn, *args):
+        """``fn(*args)`` on the model thread, one at a time, within the route's time budget and
+        stopped when the page that asked leaves (`budget.py`)."""
+        budget = WorkBudget(f"this {route.replace('_', ' ')}", SECONDS[route])
+        if self.stopping.is_set():
+            budget.cancel("the server is stopping")
+        self.running.add(budget)
+        gone = functools.partial(budget.cancel, "the page that asked for it left", CLIENT_GONE)
+        watcher = asyncio.create_task(when_gone(request, gone))
+        try:
+            async with self.lock:
+                return await self.on_model_thread(budget.run, fn, *args)
+        except asyncio.CancelledError:  # the server is stopping: the model thread must stop too
+            budget.cancel("the server is stopping")
+            raise
+        except WorkStopped as stopped:
+            raise RequestError(str(stopped), stopped.status) from None
+        finally:
+            watcher.cancel()
+            self.running.discard(budget)
+
+    def stop_work(self, reason: str = "the server is stopping") -> None:
+        """Stop the work in flight and the streams now (503s and closed streams, not a
+        wait): the command calls it on Ctrl-C, before uvicorn waits for requests to end."""
+        self.stopping.set()
+        for budget in list(self.running):
+            budget.cancel(reason)
+
+    def model(self, name: str) -> Any:
+        """The model ``name`` (404 if this workshop holds none of that name)."""
+        if name not in self.models:
+            raise RequestError(
+                f"no model {name!r} here; this workshop holds: {', '.join(self.models)}", status=404
+            )
+        return self.models[name]
+
+    def reader(self, name: str, route: str, *texts: str | None, extra: int = 0) -> Any:
+        """The model ``name``, checked to read ``texts`` within ``route``'s work limit (413 past it)."""
+        lm = readable(self.model(name))
+        check_length(lm, name, route, *texts, extra=extra)
+        return lm
+
+    def pass_input(self, body: PassRequest, route: str) -> PassInput:
+        """The forward pass of a walk, stage or lens request, checked against the model and the
+        route's work limit (`pass_input.read_pass`)."""
+        lm = self.model(body.model)
+        return read_pass(lm if lm.config.vision else readable(lm), body, route)
+
+
+def readable(lm) -> Any:
+    """``lm``, if it can read text."""
+    if lm.config.vision:
+        raise RequestError(
+            "this is a vision model (ViT): it reads images, not text; walk it with an image "
+            "(pixels, or a held-out sample)"
+        )
+    if lm.tokenizer is None:
+        raise RequestError("this model has no tokenizer, so it cannot read text")
+    return lm
+
+
+def settings(body: Sampling, max_new_tokens: int = 1):
+    """GenerationSettings from the request's sampling fields (absent or null: not set)."""
+    try:
+        return generation_settings(max_new_tokens=max_new_tokens, **body.sampling())
+    except ValueError as error:
+        raise RequestError(str(error)) from None

@@ -1,0 +1,59 @@
+"""The walk's routes: one forward pass as the page draws it (`payload.py`, `lens.py`):
+
+    POST /api/walk         {model, text, decoder_text?, generated?: [id], temperature?,
+                           top_k?, top_p?, repetition_penalty?, seed?,
+                           interventions?: [{layer, head, mode, factor?}], patch_text?}
+                           -> the walk payload (`payload.walk`); a vision model's pass reads
+                           pixels or a held-out sample in place of text (`images.py`)
+    POST /api/stage        {model, text, name, decoder_text?, generated?, interventions?,
+                           patch_text?} -> one stage's whole tensor (`payload.stage`)
+    POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
+                           -> what each layer would predict at the last position (`lens.py`)
+
+Each reads its pass with `Workshop.pass_input` (`pass_input.read_pass`) and runs it on the
+model thread within its route's limits (`model_work.py`).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from glassformer.workshop import payload
+from glassformer.workshop.http import RequestError, answer, read_request
+from glassformer.workshop.lens import lens as lens_payload
+from glassformer.workshop.model_work import Workshop, settings
+from glassformer.workshop.request_types import PassRequest, StageRequest, WalkRequest
+
+
+def walk_routes(workshop: Workshop) -> list[Route]:
+    """The routes above, on ``workshop``'s models."""
+
+    async def walk(request: Request) -> JSONResponse:
+        body = await read_request(request, WalkRequest)
+        given = workshop.pass_input(body, "walk")
+        return await answer(
+            workshop.run_model(request, "walk", payload.walk, given, settings(body), body.model)
+        )
+
+    async def stage(request: Request) -> JSONResponse:
+        body = await read_request(request, StageRequest)
+        given = workshop.pass_input(body, "stage")
+        return await answer(workshop.run_model(request, "stage", payload.stage, given, body.name))
+
+    async def lens(request: Request) -> JSONResponse:
+        body = await read_request(request, PassRequest)
+        lm = workshop.model(body.model)
+        if not lm.config.has_lm_head:
+            raise RequestError(
+                "a sentence encoder or a classifier has no head to read its layers with: no logit lens"
+            )
+        given = workshop.pass_input(body, "lens")
+        return await answer(workshop.run_model(request, "lens", lens_payload, given))
+
+    return [
+        Route("/api/walk", walk, methods=["POST"]),
+        Route("/api/stage", stage, methods=["POST"]),
+        Route("/api/lens", lens, methods=["POST"]),
+    ]
