@@ -92,7 +92,7 @@ class Attribution:
 
 def _embedding(lm, ids: torch.Tensor, decoder_ids) -> torch.Tensor:
     """x = the stream entering block 0 for ``ids``: 1 t d."""
-    name = input_prefix(lm.net) + "embed.out"
+    name = hook_name("embed.out", stack=input_prefix(lm.net))
     store: dict[str, torch.Tensor] = {}
 
     def keep(x: torch.Tensor, _: str) -> None:
@@ -146,7 +146,7 @@ def gradient_x_input(
 def stream_function(lm: LanguageModel, ids: torch.Tensor, decoder_ids, target: Target):
     """F as a function of the stream entering block 0: n t d points -> n scores, each point
     put in place of ``embed.out`` for the same ids (the form Captum's methods take)."""
-    name = input_prefix(lm.net) + "embed.out"
+    name = hook_name("embed.out", stack=input_prefix(lm.net))
 
     def forward(stream: torch.Tensor) -> torch.Tensor:
         rows = ids.expand(len(stream), -1)
