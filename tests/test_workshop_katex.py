@@ -282,13 +282,12 @@ CONFIGS = {
 
 RENDER_ALL = """async ({arch, plan}) => {
   const levels = await import("./static/js/levels.js");
-  const { parseStage } = await import("./static/js/stages.js");
   const payload = { tokens: [0, 1, 2, 3, 4], architecture: arch };
   const box = document.createElement("div");
   document.body.append(box);
   const out = {};
   for (const stage of plan) {
-    const { kind, cross } = parseStage(stage.id);
+    const { kind, cross } = stage; // architecture.stages says both
     const shape = stage.shape.split(" ").map((_, i) => 5 - i);
     const value = stage.id === "tokens" ? null : { shape, min: -1.5e-4, max: 123456 };
     stage.value = value;

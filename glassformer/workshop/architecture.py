@@ -172,7 +172,8 @@ def _head(config: ModelConfig) -> dict[str, Any]:
 def stages(net) -> list[dict[str, Any]]:
     """Every step of ``net``'s forward pass, in order: its own hook points (and the mask, which
     has none), each described by the stage catalogue (`stage_catalogue.describe`): id, group,
-    trace name, title, plain title, words, shape letters, equation, code location."""
+    trace name, what its name says (`_parse`: stack, layer, kind, cross; the page parses no
+    name), title, plain title, words, shape letters, equation, code location."""
     config = net.config
     causal = {stack.name: stack.causal for stack in config.stacks}
     out = [_stage("tokens", "input", None, "tokens", Context(config))]
@@ -184,10 +185,10 @@ def stages(net) -> list[dict[str, Any]]:
             continue
         stack, layer, cross, kind = _parse(name)
         ctx = Context(config, causal=causal.get(stack, False) and not cross, cross=cross, layer=layer)
-        out.append(_stage(name, _group(name, stack, layer, kind), name, kind, ctx))
+        out.append(_stage(name, _group(name, stack, layer, kind), name, kind, ctx, stack))
         if kind == masked_after and (ctx.causal or ctx.window):
             mask = name.removesuffix(kind.removeprefix("attn.")) + "mask"
-            out.append(_stage(mask, out[-1]["group"], None, "attn.mask", ctx))
+            out.append(_stage(mask, out[-1]["group"], None, "attn.mask", ctx, stack))
     return out
 
 
@@ -206,7 +207,8 @@ _NAME = re.compile(r"^(?:(encoder|decoder)\.)?(?:blocks\.(\d+)\.)?(.+)$")
 
 
 def _parse(name: str) -> tuple[str, int | None, bool, str]:
-    """ "decoder.blocks.1.cross_attn.q" -> ("decoder", 1, True, "attn.q") (stages.js parseStage)."""
+    """ "decoder.blocks.1.cross_attn.q" -> ("decoder", 1, True, "attn.q"): the one parser of a
+    stage's name; each stage carries what it says (`_stage`), so the page parses none."""
     stack, layer, rest = _NAME.match(name).groups()
     cross = rest.startswith("cross_attn.")
     return stack or "", None if layer is None else int(layer), cross, rest.replace("cross_attn.", "attn.", 1)
@@ -225,8 +227,11 @@ def _group(name: str, stack: str, layer: int | None, kind: str) -> str:
     return "output"
 
 
-def _stage(id_: str, group: str, trace: str | None, kind: str, ctx: Context) -> dict[str, Any]:
-    return {"id": id_, "group": group, "trace": trace, **describe(kind, ctx)}
+def _stage(id_: str, group: str, trace: str | None, kind: str, ctx: Context, stack: str = "") -> dict:
+    """One step: its names, what its name says (stack "" | "encoder" | "decoder", layer int |
+    None, kind: the step whatever its block ("attn.q" self or cross), cross), the catalogue's words."""
+    where = {"stack": stack, "layer": ctx.layer, "kind": kind, "cross": ctx.cross}
+    return {"id": id_, "group": group, "trace": trace, **where, **describe(kind, ctx)}
 
 
 def model_entry(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, Any]:

@@ -14,7 +14,8 @@ Payload (version 1)::
      "characters": [{"first", "last", "text"}]: runs of tokens whose bytes together make the
      characters "text" (a byte-level token holding part of one), "decoder_characters": [...],
      "read": the text the generating stack reads, decoded (real characters, not token labels),
-     "architecture": architecture.summary(config), "stages": [stage + "value"],
+     "architecture": architecture.summary(config), "stages": [stage + "value"] (each stage
+     with its stack, layer, kind and cross: `architecture.stages`),
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
      "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
      "masked": an MLM encoder's words at each mask token (`masked.masked_prediction`) | null,

@@ -5,7 +5,6 @@
 import { unpack } from "./arrays.js";
 import { el, svg } from "./dom.js";
 import { count, number } from "./format.js";
-import { parseStage } from "./stages.js";
 
 const FAMILY_WORDS = {
   decoder: "a decoder (like GPT): it reads the text left to right and predicts the next token",
@@ -78,7 +77,7 @@ function facts(arch, model, level) {
 function streamNorms(stages) {
   const stacks = new Map();
   for (const stage of stages) {
-    const { stack, layer, kind } = parseStage(stage.id);
+    const { stack, layer, kind } = stage;
     if (!stage.value?.norms || !(kind === "resid_post" || kind === "embed.out")) continue;
     const norms = unpack(stage.value.norms).values;
     const mean = norms.reduce((sum, v) => sum + v, 0) / norms.length;

@@ -146,8 +146,8 @@ export function renderLines(container, view) {
 
   function show(i) {
     const { layer, stage } = part.layers[i];
-    const queries = axisTokens(stage.id, "t", view.payload);
-    const keys = axisTokens(stage.id, "s", view.payload);
+    const queries = axisTokens(stage, "t", view.payload);
+    const keys = axisTokens(stage, "s", view.payload);
     const long = isLargeMap(queries.length, keys.length);
     layerName.textContent = `layer ${layer} (of 0–${part.layers[last].layer})`;
     caption.textContent = captionText(long, stage.value?.shape?.[0]);

@@ -13,7 +13,6 @@ import { el } from "./dom.js";
 import { ffnEquations } from "./equations_ffn.js";
 import { visionEquations } from "./equations_vision.js";
 import { number } from "./format.js";
-import { parseStage } from "./stages.js";
 import { tex, texText } from "./tex.js";
 
 /** A number as TeX, with the digits `number` prints: −1.2e−5 -> -1.2 \times 10^{-5}. */
@@ -192,7 +191,7 @@ function positionBias(arch, causal) {
 
 // attention ---------------------------------------------------------------------------
 const isRope = (arch, cross) => arch.positions === "rope" && !cross;
-const stackOf = (arch, stage) => arch.stacks.find((s) => s.name === parseStage(stage.id).stack);
+const stackOf = (arch, stage) => arch.stacks.find((s) => s.name === stage.stack);
 
 function projection(letter, arch, cross, layer = null) {
   const a = arch.attention;
@@ -253,7 +252,7 @@ function capped({ arch, value }) {
 /** Self-attention's mask (nn/masks.py build_mask): causal hides the later keys, a sliding
  * window of w the keys w or more places back; each block its own window (Gemma 2, 3). */
 function mask({ arch, stage }) {
-  const layer = parseStage(stage.id).layer;
+  const layer = stage.layer;
   const windows = arch.attention.layer_windows;
   const window = layer !== null && windows ? windows[layer] ?? null : arch.attention.window;
   const causal = Boolean(stackOf(arch, stage)?.causal);
@@ -382,7 +381,7 @@ const EQUATION = {
     const rope = isRope(arch, cross) ? `, then RoPE: ${ropePairs(arch)}` : "";
     const scope = a.qk_norm_scope === "all" ? `over all ${a.heads * a.d_head} query features at once, before the split into heads` : `over each head's ${a.d_head} features`;
     const normed = a.qk_norm ? `; q/k-norm ${scope}` : "";
-    return eq(projection("Q", arch, cross, parseStage(stage.id).layer), `${a.heads} heads of ${a.d_head}${normed}${rope}`, value);
+    return eq(projection("Q", arch, cross, stage.layer), `${a.heads} heads of ${a.d_head}${normed}${rope}`, value);
   },
   "attn.k": ({ arch, value, cross }) => eq(projection("K", arch, cross), keyValueNote("K", arch, cross), value),
   "attn.v": ({ arch, value, cross }) => eq(projection("V", arch, cross), keyValueNote("V", arch, cross), value),

@@ -19,7 +19,6 @@ import { renderInterventions } from "./interventions.js";
 import { renderPrediction } from "./prediction.js";
 import { renderSentenceVector } from "./sentence_vector.js";
 import { createReveal } from "./reveal.js";
-import { parseStage } from "./stages.js";
 import { renderTokens } from "./tokens.js";
 import { renderGenerate } from "./generate.js";
 import { renderLens } from "./lens.js";
@@ -29,7 +28,7 @@ import { renderAttentionChange } from "./attention_change.js";
 import { renderCosts } from "./costs.js";
 import { renderViewLinks } from "./views.js";
 import { renderTour, tourStops } from "./tour.js";
-import { firstBlock, groupOf, renderWalk } from "./walk.js";
+import { firstBlock, renderWalk } from "./walk.js";
 
 const $ = (id) => document.getElementById(id);
 const panels = {
@@ -74,8 +73,8 @@ const reveal = settings.lock ? createReveal($("reveal"), () => {
 
 /** Open the block of the last step revealed, if it is in one. */
 function openRevealedBlock() {
-  const last = reveal.lastShown();
-  if (parseStage(last).layer !== null) openBlock = groupOf(walk.payload.stages, last);
+  const last = stageById(reveal.lastShown());
+  if (last && last.layer !== null) openBlock = last.group;
 }
 
 function showMessage(text) {
@@ -112,6 +111,11 @@ function loadStage(name) {
   return stageTensors.get(key);
 }
 
+/** The walk's stage ``id`` (its group, layer, kind...), or undefined (a tour's own stop). */
+function stageById(id) {
+  return walk.payload.stages.find((s) => s.id === id);
+}
+
 function modelInfo() {
   return models.find((m) => m.name === walk?.model) ?? null;
 }
@@ -122,7 +126,8 @@ function modelInfo() {
 function selectStage(id) {
   const toggled = id || settings.stage;
   settings.stage = id;
-  if (id && parseStage(id).layer !== null) openBlock = groupOf(walk.payload.stages, id);
+  const stage = stageById(id);
+  if (stage && stage.layer !== null) openBlock = stage.group;
   writeSettings(settings);
   drawWalk();
   panels.walk.querySelector(`.step[data-stage="${CSS.escape(toggled)}"] .step-head`)?.focus({ preventScroll: true });
@@ -152,7 +157,8 @@ function drawFullWalk() {
     selected: settings.stage,
     onOpenBlock: (group) => {
       openBlock = group;
-      if (settings.stage && groupOf(walk.payload.stages, settings.stage) !== group && parseStage(settings.stage).layer !== null) {
+      const openedStep = stageById(settings.stage);
+      if (openedStep && openedStep.group !== group && openedStep.layer !== null) {
         settings.stage = "";
       }
       writeSettings(settings);
@@ -514,7 +520,7 @@ async function run({ keepGenerated = false, push = true } = {}) {
       reveal.setStages(walkSteps());
       if (chosen) reveal.goTo(chosen.id); // a shared link's step: the reveal starts there
     }
-    openBlock = chosen && parseStage(chosen.id).layer !== null ? chosen.group : firstBlock(stages);
+    openBlock = chosen && chosen.layer !== null ? chosen.group : firstBlock(stages);
     if (reveal) openRevealedBlock();
     writeSettings(settings);
     drawAll();
@@ -545,9 +551,11 @@ async function loadLessons() {
     const response = await fetch("api/lessons");
     if (!response.ok) return;
     const byKind = new Map();
+    const known = new Map(models.flatMap((m) => m.stages).map((s) => [s.id, s])); // a lesson names a step by its id
     for (const lesson of await response.json()) {
-      for (const stage of lesson.stages) {
-        const { kind } = parseStage(stage);
+      for (const id of lesson.stages) {
+        const kind = known.get(id)?.kind;
+        if (!kind) continue;
         if (!byKind.has(kind)) byKind.set(kind, []);
         if (!byKind.get(kind).includes(lesson)) byKind.get(kind).push(lesson);
       }

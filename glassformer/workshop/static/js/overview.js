@@ -16,8 +16,8 @@ import { heatmap, thumbnail } from "./heatmap.js";
 import { plainTitle } from "./levels.js";
 import { patchAttentionView, queryRow } from "./patch_attention.js";
 import { cutImage } from "./patch_tokens.js";
-import { queryKeyView } from "./query_key.js";
-import { axisTokens, parseStage, sections } from "./stages.js";
+import { queryKeyTraces, queryKeyView } from "./query_key.js";
+import { axisTokens, sections } from "./stages.js";
 import { vectorStrip } from "./strip.js";
 
 const STRIP = { width: 150, height: 12 };
@@ -199,7 +199,7 @@ function stackColumn(stack, view) {
   }
   if (blocks.length) {
     const first = blocks[0];
-    const hasCross = first.stages.some((s) => parseStage(s.id).cross);
+    const hasCross = first.stages.some((s) => s.cross);
     const pattern = first.stages.find((s) => s.id.endsWith(".attn.pattern"));
     out.push(box({
       kind: "block",
@@ -296,7 +296,7 @@ function blockView(view, group) {
   if (!section) return el("p", { class: "hint" }, `This model has no ${group}.`);
   const items = [];
   for (const stage of section.stages) {
-    const { kind, cross } = parseStage(stage.id);
+    const { kind, cross } = stage;
     const pending = !revealed(stage.id);
     const title = view.level === "beginner" ? plainTitle(stage, cross) : stage.title;
     let summary = null;
@@ -332,12 +332,12 @@ function headView(view, zoom) {
   const { payload } = view;
   const stage = payload.stages.find((s) => s.trace === `${zoom.base}.pattern`);
   if (!stage) return el("p", { class: "hint" }, `This model has no ${zoom.base}.`);
-  const queries = axisTokens(stage.id, "t", payload) ?? [];
-  const keys = axisTokens(stage.id, "s", payload) ?? [];
+  const queries = axisTokens(stage, "t", payload) ?? [];
+  const keys = axisTokens(stage, "s", payload) ?? [];
   const head = zoom.head;
   const query = zoom.query ?? (payload.image ? 0 : queries.length - 1); // an image: [CLS], what the label reads
   const mapBox = el("div", { class: "ov-head-map" }, el("p", { class: "loading" }, "loading the attention weights…"));
-  const pair = queryKeyView({ base: zoom.base, stage, payload, level: view.level, loadStage: view.loadStage, onQuery: (q) => view.onZoom(zoomText({ ...zoom, query: q })) });
+  const pair = queryKeyView({ traces: queryKeyTraces(stage, payload.stages), stage, payload, level: view.level, loadStage: view.loadStage, onQuery: (q) => view.onZoom(zoomText({ ...zoom, query: q })) });
   pair.show(head, query);
   view.loadStage(stage.trace).then((answer) => {
     const all = unpack(answer.value);
@@ -367,7 +367,7 @@ function headView(view, zoom) {
     mapBox.dataset.ready = "1";
   }, (error) => mapBox.replaceChildren(el("p", { class: "error-inline" }, error.message)));
   return el("div", { class: "ov-head-view" },
-    el("button", { type: "button", class: "ov-back", onclick: () => view.onZoom(zoom.block) }, `← block ${parseStage(stage.id).layer}`),
+    el("button", { type: "button", class: "ov-back", onclick: () => view.onZoom(zoom.block) }, `← block ${stage.layer}`),
     el("p", { class: "hint" }, "Each row is one token (the query) and how it spreads its attention over the tokens it may read (the keys); each row adds up to 1. Click a row to see how its weights are made from q · k."),
     mapBox, pair.element);
 }
@@ -375,7 +375,8 @@ function headView(view, zoom) {
 // the panel -------------------------------------------------------------------------------
 function crumbs(view, zoom) {
   const parts = [["Model", ""]];
-  if (zoom.block) parts.push([`Block ${parseStage(`${zoom.block}.x`).layer}${zoom.block.startsWith("encoder") ? " (encoder)" : zoom.block.startsWith("decoder") ? " (decoder)" : ""}`, zoom.block]);
+  const block = zoom.block ? view.payload.stages.find((s) => s.group === zoom.block) : null; // its first step says its layer and stack
+  if (zoom.block) parts.push([`Block ${block?.layer ?? null}${block?.stack ? ` (${block.stack})` : ""}`, zoom.block]);
   if (zoom.base) parts.push([`${zoom.base.endsWith("cross_attn") ? "cross-attention " : ""}head ${zoom.head}`, zoomText({ ...zoom, query: null })]);
   if (zoom.base && zoom.query !== null) parts.push(["query · key", zoomText(zoom)]);
   return el("nav", { class: "ov-crumbs", "aria-label": "zoom" }, parts.map(([label, target], i) => [

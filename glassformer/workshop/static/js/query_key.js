@@ -11,10 +11,10 @@ import { unpack } from "./arrays.js";
 import { css, divergingColour } from "../viz/colours.js";
 import { el } from "./dom.js";
 import { number, quoted, tokenText } from "./format.js";
-import { axisTokens, parseStage } from "./stages.js";
+import { axisTokens } from "./stages.js";
 
 const PARTS = ["q", "k", "scores", "pattern"];
-const OPENS_ON = /^(.*\.(?:attn|cross_attn))\.(q|scores|pattern)$/;
+const OPENS_ON = ["attn.q", "attn.scores", "attn.pattern"]; // the steps that open on q · k
 const BIASED_POSITIONS = ["alibi", "t5_relative"]; // a bias added to self-attention's scores
 const MAX_KEYS = 48; // a longer input shows the keys with the largest weights
 const STRIP_WIDTH = 128; // px for a whole vector
@@ -24,9 +24,12 @@ const WEIGHT_BAR = 50; // px for a weight of 1
 const WEIGHT_DECIMALS = 3; // weights travel as bytes (1/255)
 const FLOAT32_EPSILON = 2 ** -23;
 
-/** The attention layer ("blocks.0.attn") of a q, scores or pattern step; null otherwise. */
-export function queryKeyBase(trace) {
-  return trace?.match(OPENS_ON)?.[1] ?? null;
+/** The traces of q, k, scores and pattern (PARTS) of the attention layer a q, scores or
+ * pattern step is in: the walk's steps of its block, self or cross as it is; null for any other step. */
+export function queryKeyTraces(stage, stages) {
+  if (!stage.trace || !OPENS_ON.includes(stage.kind)) return null;
+  const sibling = (part) => stages.find((s) => s.group === stage.group && s.cross === stage.cross && s.kind === `attn.${part}`);
+  return PARTS.map((part) => sibling(part)?.trace ?? null);
 }
 
 function scaleText(scale, dHead) {
@@ -174,18 +177,18 @@ function keyTable(picked, queryToken, keyTokens, biased, causal, query) {
 }
 
 /**
- * The view for the opened step ``stage`` of attention layer ``base``.
- * options: {base, stage, payload, level, loadStage(name) -> Promise, onQuery(i)}
+ * The view for the opened step ``stage`` of the attention layer whose q, k, scores and pattern are ``traces``.
+ * options: {traces, stage, payload, level, loadStage(name) -> Promise, onQuery(i)}
  * Returns {element, show(head, query)}; data-ready is set each time it is drawn.
  */
-export function queryKeyView({ base, stage, payload, level, loadStage, onQuery }) {
+export function queryKeyView({ traces, stage, payload, level, loadStage, onQuery }) {
   const arch = payload.architecture;
-  const { stack, cross } = parseStage(stage.id);
+  const { stack, cross } = stage;
   const biased = BIASED_POSITIONS.includes(arch.positions) && !cross;
   const causal = !cross && Boolean(arch.stacks.find((s) => s.name === stack)?.causal);
   const scale = arch.attention.scale;
-  const queryTokens = axisTokens(stage.id, "t", payload) ?? [];
-  const keyTokens = axisTokens(stage.id, "s", payload);
+  const queryTokens = axisTokens(stage, "t", payload) ?? [];
+  const keyTokens = axisTokens(stage, "s", payload);
   const element = el("section", { class: "qk-view", "aria-label": "query · key" }, el("p", { class: "loading" }, "loading q, k and the scores…"));
   const select = querySelect(queryTokens, (i) => onQuery?.(i));
   let tensors = null;
@@ -212,7 +215,7 @@ export function queryKeyView({ base, stage, payload, level, loadStage, onQuery }
     Object.assign(element.dataset, { head, query, kvHead: picked.kvHead, ready: "1" });
   };
 
-  Promise.all(PARTS.map((part) => loadStage(`${base}.${part}`))).then(
+  Promise.all(traces.map((trace) => loadStage(trace))).then(
     (answers) => {
       tensors = Object.fromEntries(PARTS.map((part, n) => [part, unpack(answers[n].value)]));
       if (wanted) draw();

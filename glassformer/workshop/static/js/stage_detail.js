@@ -21,7 +21,7 @@ import { heatmap, thumbnail } from "./heatmap.js";
 import { isRouterScores, moeRoutingView } from "./moe_routing.js";
 import { normBars } from "./norms.js";
 import { patchAttentionView, queryRow } from "./patch_attention.js";
-import { queryKeyBase, queryKeyView } from "./query_key.js";
+import { queryKeyTraces, queryKeyView } from "./query_key.js";
 import { bars } from "./prediction.js";
 import { axisTokens } from "./stages.js";
 
@@ -61,7 +61,7 @@ function tokenLabels(tokens, count) {
 
 /** What each axis of a 2-D slice holds: tokens (t, s) or feature indices. */
 function axes(stage, payload, letters) {
-  return letters.map((letter) => ({ letter, tokens: axisTokens(stage.id, letter, payload) }));
+  return letters.map((letter) => ({ letter, tokens: axisTokens(stage, letter, payload) }));
 }
 
 function describeCell(kind, rowAxis, colAxis, head, headLetter) {
@@ -92,7 +92,7 @@ function normsView(stage, payload, head, level) {
   const norms = unpack(packed);
   const letters = stage.shape.split(" ");
   const rowLetter = letters.length === 3 ? letters[1] : letters[0];
-  const tokens = axisTokens(stage.id, rowLetter, payload) ?? [];
+  const tokens = axisTokens(stage, rowLetter, payload) ?? [];
   const values = norms.shape.length === 2 ? slice(norms, head ?? 0).values : norms.values;
   const words = level === "beginner" ? "How big each token's vector is" : "‖x‖ per token";
   const which = norms.shape.length === 2 ? ` (head ${head ?? 0})` : "";
@@ -102,18 +102,18 @@ function normsView(stage, payload, head, level) {
 /** The view of one row (token) under the heatmap, {element, show(head, row)}; null for
  * steps that have none. ``onRow(row)`` is called when the view picks a row itself. */
 function rowView({ stage, payload, level, loadStage }, array, onRow) {
-  const base = queryKeyBase(stage.trace);
-  if (base) {
-    const view = queryKeyView({ base, stage, payload, level, loadStage, onQuery: onRow });
+  const traces = queryKeyTraces(stage, payload.stages);
+  if (traces) {
+    const view = queryKeyView({ traces, stage, payload, level, loadStage, onQuery: onRow });
     return { element: view.element, show: (head, row) => view.show(head, row) };
   }
   if (isRouterScores(stage.trace)) {
-    const tokens = axisTokens(stage.id, "t", payload) ?? [];
+    const tokens = axisTokens(stage, "t", payload) ?? [];
     const view = moeRoutingView({ array, tokens, level, loadStage, trace: stage.trace, onToken: onRow });
     return { element: view.element, show: (head, row) => view.show(row) };
   }
   if (isFfnActivation(stage.trace)) {
-    const tokens = axisTokens(stage.id, "t", payload) ?? [];
+    const tokens = axisTokens(stage, "t", payload) ?? [];
     const view = ffnNeuronsView({ array, tokens, level, onToken: onRow });
     return { element: view.element, show: (head, row) => view.show(row) };
   }

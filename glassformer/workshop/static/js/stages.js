@@ -1,31 +1,7 @@
-// What a stage id says about its step, read from the id alone (architecture.py names them):
-//   "embed.tokens", "blocks.3.attn.q", "encoder.blocks.0.ffn.act",
-//   "decoder.blocks.1.cross_attn.pattern", "final_norm", "logits"
+// The walk's stages, in sections and parts. Each stage says where it sits (architecture.py
+// parses its name, the page parses none): {id, group, stack: "" | "encoder" | "decoder",
+// layer: number | null, kind: "attn.q" whatever its block, cross: bool, ...}.
 // The page knows no model by name: the stacks, blocks and parts come from the payload.
-
-const STACK_PREFIX = /^(encoder|decoder)\./;
-const BLOCK = /^blocks\.(\d+)\.(.+)$/;
-
-/** {stack: "" | "encoder" | "decoder", layer: number | null, cross: bool, kind} where
- * kind names the step whatever its block: "attn.q" (self or cross), "ffn.act", "resid_mid". */
-export function parseStage(id) {
-  let rest = id;
-  let stack = "";
-  const prefix = rest.match(STACK_PREFIX);
-  if (prefix) {
-    stack = prefix[1];
-    rest = rest.slice(prefix[0].length);
-  }
-  let layer = null;
-  const block = rest.match(BLOCK);
-  if (block) {
-    layer = Number(block[1]);
-    rest = block[2];
-  }
-  const cross = rest.startsWith("cross_attn.");
-  const kind = cross ? rest.replace(/^cross_attn\./, "attn.") : rest;
-  return { stack, layer, cross, kind };
-}
 
 /** The stages cut into sections, in order:
  * [{stack, kind: "input" | "embed" | "block" | "final" | "output", group, layer, stages}]
@@ -40,7 +16,7 @@ export function sections(stages) {
       last.stages.push(stage);
       continue;
     }
-    const { stack, layer } = parseStage(stage.id);
+    const { stack, layer } = stage;
     let kind;
     if (stage.group === "input") kind = "input";
     else if (stage.group === "output") kind = "output";
@@ -56,10 +32,10 @@ export function sections(stages) {
  * stage belongs to (an encoder-decoder's decoder input on the decoder side and for the
  * logits); keys (s) of cross-attention are the encoder's tokens; a vision model's patches (n)
  * are its tokens after [CLS]. */
-export function axisTokens(stageId, letter, payload) {
-  if (letter === "n" && stageId.endsWith("embed.patches")) return payload.tokens.slice(1); // a ViT's patches, no [CLS]
-  const { stack, cross } = parseStage(stageId);
-  const decoderSide = payload.decoder_tokens && (stack === "decoder" || stageId === "logits");
+export function axisTokens(stage, letter, payload) {
+  if (letter === "n" && stage.kind === "embed.patches") return payload.tokens.slice(1); // a ViT's patches, no [CLS]
+  const { stack, cross } = stage;
+  const decoderSide = payload.decoder_tokens && (stack === "decoder" || stage.kind === "logits");
   if (letter === "s" && cross) return payload.tokens;
   if (letter === "t" || letter === "s") return decoderSide ? payload.decoder_tokens : payload.tokens;
   return null;
@@ -71,7 +47,7 @@ export function attentionParts(stages) {
   const parts = new Map();
   for (const stage of stages) {
     if (!stage.trace || !stage.trace.endsWith(".pattern")) continue;
-    const { stack, layer, cross } = parseStage(stage.id);
+    const { stack, layer, cross } = stage;
     const key = `${stack}:${cross ? "cross" : "self"}`;
     if (!parts.has(key)) {
       const label = cross

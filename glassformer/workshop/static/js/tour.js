@@ -12,7 +12,7 @@ import { number, percent, quoted } from "./format.js";
 import { streamNormChart } from "./architecture.js";
 import { plainTitle } from "./levels.js";
 import { unpack } from "./arrays.js";
-import { parseStage, sections } from "./stages.js";
+import { sections } from "./stages.js";
 import { lessonLinks } from "./walk.js";
 
 // the steps of a first block the tour stops at: all of attention and the FFN for the model's
@@ -24,7 +24,7 @@ const NORM_KINDS = new Set(["attn.in", "ffn.in", "final_norm"]);
 const STREAM_KINDS = new Set(["embed.out", "resid_mid", "resid_cross", "resid_post"]);
 
 function wanted(stage, kinds, pre) {
-  const { kind, cross } = parseStage(stage.id);
+  const { kind, cross } = stage;
   if (kind === "attn.in" && !pre) return false; // a post-norm block has no norm there
   return kinds.includes(cross ? `cross:${kind}` : kind);
 }
@@ -36,7 +36,7 @@ export function tourStops(payload) {
   const parts = sections(payload.stages);
   const stacks = [...new Set(parts.map((s) => s.stack).filter(Boolean))];
   const stops = [];
-  const add = (stage) => stops.push({ id: stage.id, group: stage.group, stage, kind: parseStage(stage.id).kind });
+  const add = (stage) => stops.push({ id: stage.id, group: stage.group, stage, kind: stage.kind });
   for (const part of parts) {
     if (part.kind === "input" || part.kind === "final") part.stages.forEach(add);
     else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2 || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);
@@ -67,7 +67,7 @@ function meanNorm(stage) {
 /** A norm's sizes before and after, and why they changed. */
 function normWords(stop, payload) {
   const index = payload.stages.findIndex((s) => s.id === stop.id);
-  const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(parseStage(s.id).kind));
+  const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(s.kind));
   const [from, to] = [meanNorm(before), meanNorm(stop.stage)];
   if (from === null || to === null) return "";
   const name = payload.architecture.norm === "rmsnorm" ? "RMSNorm divides each vector by the root of its mean square" : "LayerNorm subtracts each vector's mean and divides by its spread";
@@ -126,7 +126,7 @@ function othersWords(stop, payload) {
 function stopNotes(stop, payload) {
   if (stop.kind === "others") return othersWords(stop, payload);
   if (stop.kind === "sample") return sampleWords(payload);
-  const { kind } = parseStage(stop.id);
+  const { kind } = stop.stage;
   const notes = [el("p", { class: "step-explain" }, stop.stage.words)];
   if (kind === "logits") notes.push(...(logitWords(payload) ?? []));
   else if (NORM_KINDS.has(kind)) notes.push(el("p", { class: "step-explain tour-why" }, normWords(stop, payload)));
@@ -138,7 +138,7 @@ function stopNotes(stop, payload) {
 function stopTitle(stop, payload) {
   if (stop.kind === "others") return `the other ${stop.blocks.length - 1} blocks do the same`;
   if (stop.kind === "sample") return "pick the next token";
-  const { kind, cross, stack, layer } = parseStage(stop.id);
+  const { kind, cross, stack, layer } = stop.stage;
   const title = plainTitle(stop.stage, cross);
   const where = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : stack && kind.startsWith("embed") ? `${stack}: ` : "";
   return where + title;

@@ -8,7 +8,7 @@ import { el } from "./dom.js";
 import { number, shape } from "./format.js";
 import { codeLine, equation, letterSizes, plainTitle } from "./levels.js";
 import { meanOverHeads, sparkline } from "./norms.js";
-import { parseStage, sections } from "./stages.js";
+import { sections } from "./stages.js";
 
 const STACK_TITLES = { encoder: "Encoder", decoder: "Decoder" };
 const SECTION_TITLES = {
@@ -49,7 +49,7 @@ export function lessonLinks(lessons) {
 
 function stepRow(stage, view) {
   const { payload, level, selected } = view;
-  const { kind, cross } = parseStage(stage.id);
+  const { kind, cross } = stage;
   const ctx = {
     stage,
     value: stage.value,
@@ -110,7 +110,7 @@ function blockTitle(section) {
 function blockParts(section) {
   const parts = [];
   for (const stage of section.stages) {
-    const { cross, kind } = parseStage(stage.id);
+    const { cross, kind } = stage;
     const part = kind.startsWith("attn.") ? (cross ? "cross-attention" : "self-attention") : kind.startsWith("ffn.") ? "feed-forward" : null;
     if (part && !parts.includes(part)) parts.push(part);
   }
