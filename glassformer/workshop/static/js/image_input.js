@@ -2,7 +2,7 @@
 // paint (mouse, pen or finger: press and drag; keyboard: arrow keys move a cursor, Space or
 // Enter toggles the pixel under it), and a picker of the held-out digits the model never saw
 // (previous / next, a page of thumbnails). It reads and shows an image; what a new one does
-// is main.js's business (handlers passed in), as the form's controls (controls.js).
+// is image_source.js's business (handlers passed in), as the form's controls (controls.js).
 // Painting sets a pixel to 1 (ink) or, when the stroke starts on ink, to 0.
 
 import { el } from "./dom.js";

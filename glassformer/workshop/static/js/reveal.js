@@ -2,7 +2,7 @@
 // presenter moves through it: → / Space / Page Down next, ← / Page Up back, Home / End the
 // first and last step, a number key the first step of that block, or the "jump to" list
 // (the embeddings, each block, the output). The current step is marked aria-current="step"
-// and scrolled into view. It only hides what the walk already drew; main.js opens the block
+// and scrolled into view. It only hides what the walk already drew; walk_panels.js opens the block
 // the reveal is in and keeps every other panel back until its step is out.
 
 import { el } from "./dom.js";

@@ -1,7 +1,8 @@
 // The setup lives in the URL, so a teacher can share a link that opens on the same walk:
 //   ?model=smollm2-135m-instruct&text=The+capital+of+France+is&level=beginner&temperature=0.8
-// Settings are a plain object passed around; only main.js keeps the current one. A vision
-// model's image is a held-out one (sample=12) or a drawing (pixels=00g0..., pixels.js).
+// The page keeps them, and what it has drawn from them, in one store (`state`, below): the
+// settings' keys as they are and the page's own (PAGE_DEFAULTS). A vision model's image is a
+// held-out one (sample=12) or a drawing (pixels=00g0..., pixels.js).
 
 import { imageRows } from "./pixels.js";
 
@@ -135,3 +136,47 @@ export function inputKey(request) {
   for (const key of SAMPLING_KEYS) delete input[key];
   return JSON.stringify(input);
 }
+
+// The page's own keys, beside the settings. A walk is {payload, model, text, decoderText,
+// input, inputKey}: the pass drawn now and what it was asked for.
+export const PAGE_DEFAULTS = Object.freeze({
+  models: [], // /api/models: each model's name, sizes, architecture and stages
+  samplingDefaults: {}, // the library's (glassformer.sampling.SAMPLING_DEFAULTS), from /api/models
+  walk: null, // the walk drawn now; a new one for every answer, sampling changes included
+  pass: "", // its pass input, as a key (inputKey): changes only when the forward pass does
+  asked: 0, // walks asked for: an answer to an older one is dropped
+  generated: [], // a timeline step's walk: the generated ids its pass reads after the text
+  openBlock: "", // the walk's open block, by group
+  revealed: 0, // teaching mode: how many steps are out
+  head: 0, // the head shown when a per-head step is opened
+  lessonsByKind: new Map(), // a step's kind ("attn.pattern") -> the lessons that link to it
+  lens: null, // the logit lens of this pass (/api/lens), once it has come
+  lensInWalk: null, // the lens, when the walk's opened step shows it (the walk is drawn again)
+  compared: null, // the compare view's two lenses: {other, sides}
+  image: null, // a vision model's image, the input of its pass ({shape, values}, pixels.js)
+  samples: null, // its held-out images ({count, stack, labels, source}), or null
+});
+
+/** A store: `get()` the current values (one object, never changed in place), `update(patch)`
+ * merges ``patch`` and calls each subscriber of a key whose value changed, once, in the order
+ * they subscribed; `subscribe(keys, fn)`: fn(values) after a change to any of ``keys``. */
+export function createStore(initial) {
+  let values = { ...initial };
+  const subscribers = [];
+  return {
+    get: () => values,
+    update(patch) {
+      const changed = Object.keys(patch).filter((key) => patch[key] !== values[key]);
+      values = { ...values, ...patch };
+      if (!changed.length) return;
+      for (const { keys, fn } of subscribers) if (keys.some((key) => changed.includes(key))) fn(values);
+    },
+    subscribe(keys, fn) {
+      subscribers.push({ keys, fn });
+    },
+  };
+}
+
+/** The page's one store: the settings (read from the URL once the server's sampling defaults
+ * are known) and the page's own keys. */
+export const state = createStore({ ...DEFAULTS, ...PAGE_DEFAULTS });
