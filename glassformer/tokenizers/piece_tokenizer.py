@@ -17,6 +17,7 @@ token as its byte (hex when it is part of a character, as for byte-level BPE;
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar
 
@@ -80,13 +81,13 @@ class PieceTokenizer(Tokenizer):
     def vocab_size(self) -> int:
         return self._vocab_size
 
+    @abstractmethod
     def _tokenize(self, piece: str) -> list[Token]:
         """The tokens of one piece: (id, start, end) with start:end its characters in the piece."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _explain_piece(self, piece: str) -> dict[str, Any]:
         """The model's account of one piece: at least ``parts`` and ``steps``."""
-        raise NotImplementedError
 
     # --- text -> pieces ---------------------------------------------------------------------
 
@@ -169,8 +170,9 @@ class PieceTokenizer(Tokenizer):
 
     # --- files --------------------------------------------------------------------------------
 
+    @abstractmethod
     def _model_to_hf(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The ``model`` object of the tokenizer.json (BPE's vocab and merges, Unigram's scores)."""
 
     def to_hf_dict(self) -> dict[str, Any]:
         """The contents of an HF ``tokenizer.json`` (``tokenizers.Tokenizer.from_str`` reads it)."""
@@ -197,8 +199,9 @@ class PieceTokenizer(Tokenizer):
         return cls.from_hf(data["tokenizer_json"], f"our {cls.kind} tokenizer file")
 
     @classmethod
+    @abstractmethod
     def from_hf(cls, data: dict[str, Any], source: str) -> PieceTokenizer:
-        raise NotImplementedError
+        """The tokenizer a parsed tokenizer.json holds; ``source`` names it in errors."""
 
 
 def pipeline_from_hf(data: dict[str, Any], source: str) -> dict[str, Any]:
