@@ -139,6 +139,40 @@ def test_ctrl_c_on_one_rank_stops_both_at_one_step_with_a_checkpoint(tmp_path, r
         assert b["val_loss"] == pytest.approx(a["val_loss"], abs=2e-4), a["step"]
 
 
+def test_what_a_ctrl_c_unwinds_is_freed_before_the_group_goes(monkeypatch):
+    """A KeyboardInterrupt's traceback keeps a trainer (and its DDP reducer) alive in the frames
+    it passed through; the group is destroyed only after they are freed, or the reducer's own
+    teardown can hang the rank's exit (a Ctrl-C test hung so, once in seven full runs)."""
+    import gc
+    import weakref
+
+    class Trainer:  # in a reference cycle, as a trainer and its reducer are: only gc frees it
+        def __init__(self):
+            self.me = self
+
+    alive_at_destroy = []
+    monkeypatch.setattr(distributed, "launched", lambda: True)
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        distributed.dist, "destroy_process_group", lambda: alive_at_destroy.append(ref() is not None)
+    )
+
+    def fit():
+        trainer = Trainer()
+        nonlocal ref
+        ref = weakref.ref(trainer)
+        raise KeyboardInterrupt  # StopRequest's, at a step boundary
+
+    ref = None
+    gc.disable()  # only the collection the group makes may free it
+    try:
+        with pytest.raises(KeyboardInterrupt), distributed.process_group():
+            fit()
+    finally:
+        gc.enable()
+    assert alive_at_destroy == [False]
+
+
 def test_torchrun_writes_one_run_directory(tmp_path):
     """The command under torchrun: rank 0 alone locks, logs and lists the run; gf.load reads it."""
     small_run(tmp_path)  # the corpus and its token files, under tmp_path / "data"

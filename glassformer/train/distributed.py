@@ -36,6 +36,7 @@ import inspect
 import os
 import signal
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -94,6 +95,12 @@ def process_group(timeout_s: float = 600.0) -> Iterator[None]:
     dist.init_process_group("nccl" if cuda else "gloo", timeout=timedelta(seconds=timeout_s))
     try:
         yield
+    except BaseException as error:  # Ctrl-C's KeyboardInterrupt (`StopRequest`) included
+        # its traceback keeps the frames it passed through alive, and their locals (a trainer, its
+        # DDP reducer) with them: cleared, so that gc.collect below frees them while the group
+        # exists, not when the error is dropped after destroy_process_group (a hang at exit)
+        traceback.clear_frames(error.__traceback__)
+        raise
     finally:
         # what the block left unreachable (a trainer, its DDP reducer, in reference cycles) goes
         # while the group it talks to still exists: freed after it, a reducer can hang the exit
