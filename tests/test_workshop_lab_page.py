@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import time
 import urllib.error
 import urllib.request
 
@@ -45,6 +46,10 @@ def test_each_preset_tells_its_time_here_measuring_first(lab_page):
     page.route("**/api/lab/estimate", lambda route: held.append(route) if not held else route.continue_())
     page.goto(f"{lab.base}lab")
     wait_until(page, "() => document.querySelector('#preset-estimate')?.textContent === 'measuring…'")
+    # the page says "measuring…" as it sends the request: the route may see it a moment later
+    deadline = time.monotonic() + TIMEOUT_S
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(20)  # the route's callback runs while Playwright waits
     held[0].continue_()
     page.wait_for_selector("#preset-estimate[data-seconds]", state="attached")
     seconds = float(page.get_attribute("#preset-estimate", "data-seconds"))
