@@ -115,7 +115,7 @@ def generate_and_tokens(url: str, token: str, smol) -> None:
 
 
 def stage_logits(url: str, token: str, smol) -> None:
-    from glassformer.workshop.limits import max_tokens
+    from glassformer.workshop.door.limits import max_tokens
 
     n = min(max_tokens(smol.config, "walk"), smol.config.max_seq_len)
     before, start = rss_mb(), time.perf_counter()

@@ -1,7 +1,7 @@
 """The largest request each workshop route allows, run: its time, its answer and its peak memory.
 
 On SmolLM2-135M-Instruct (and MiniLM for a sentence encoder's routes), each route gets the
-longest input its work limit (`glassformer/workshop/limits.py`) lets through, and then one
+longest input its work limit (`glassformer/workshop/door/limits.py`) lets through, and then one
 token more (which must be refused, 413, before any work). The peak resident memory of each
 request is measured above what the process held with the models loaded (Linux: the
 high-water mark is reset through /proc/self/clear_refs before each request, then read from
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--skip-attacks", action="store_true")
     args = parser.parse_args()
 
-    from glassformer.workshop.limits import max_tokens
+    from glassformer.workshop.door.limits import max_tokens
     from glassformer.workshop.server import create_app
     from tests.conftest import workshop_client
 

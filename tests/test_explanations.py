@@ -32,7 +32,7 @@ from glassformer.inspect import (
 from glassformer.inspect.explain_methods import ASSUMPTIONS, METHODS, occlusion_of
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.tokenizers.wordpiece import WordPiece
-from glassformer.workshop.explanations import explain
+from glassformer.workshop.reading.explanations import explain
 from tests.conftest import tiny_model
 
 CHARS = "abcdefghij "

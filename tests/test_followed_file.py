@@ -1,10 +1,10 @@
-"""A run file the lab streams, read defensively (`glassformer.workshop.followed_file`): no
+"""A run file the lab streams, read defensively (`glassformer.workshop.lab.followed_file`): no
 line and no state of the file raises; each bad line is a problem with its line number, and
 the lines after it still arrive."""
 
 from __future__ import annotations
 
-from glassformer.workshop.followed_file import MAX_LINE_BYTES, FollowedFile
+from glassformer.workshop.lab.followed_file import MAX_LINE_BYTES, FollowedFile
 
 
 def test_bad_lines_are_problems_and_the_good_ones_around_them_arrive(tmp_path):

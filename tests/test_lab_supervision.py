@@ -20,9 +20,9 @@ from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE, WEIGHTS
 from glassformer.tokenizers.char import CharTokenizer
 from glassformer.train.checkpoint import checkpoint_step, save_checkpoint
 from glassformer.train.run_lock import holder, process_stat
-from glassformer.workshop import lab as lab_module
-from glassformer.workshop.lab import SHUTDOWN_WAIT_S, Lab
-from glassformer.workshop.lab_routes import _follow
+from glassformer.workshop.lab import training_lab as lab_module
+from glassformer.workshop.lab.lab_routes import _follow
+from glassformer.workshop.lab.training_lab import SHUTDOWN_WAIT_S, Lab
 from tests.conftest import tiny_model
 from tests.trainer_processes import TIMEOUT_S, progress_size, swept, trainer, wait_for, wait_for_steps
 

@@ -21,7 +21,7 @@ from glassformer.formats.registry import REGISTRY
 from glassformer.lessons import export, lesson, lessons, links, resolve_code, to_notebook
 from glassformer.lessons.run import LessonFailed, code_cells, execute
 from glassformer.lessons.run import main as run_main
-from glassformer.workshop.architecture import stages
+from glassformer.workshop.walk.architecture import stages
 
 LESSONS = lessons()
 IDS = [item.name for item in LESSONS]

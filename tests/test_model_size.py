@@ -17,7 +17,7 @@ from glassformer.formats.run_directory import CONFIG, damage
 from glassformer.models import ModelTooLarge, build
 from glassformer.models.size import MAX_PARAMETERS_VARIABLE, check_size, physical_memory
 from glassformer.train.checkpoint import save_checkpoint
-from glassformer.workshop.lab import Lab
+from glassformer.workshop.lab.training_lab import Lab
 from tests.conftest import tiny_model
 
 HUGE = {"n_layers": 100_000_000}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from glassformer.config import ModelConfig
-from glassformer.workshop.architecture import summary
+from glassformer.workshop.walk.architecture import summary
 
 NAMES = ("norm_on_input", "norm_on_output", "norm_after_add", "has_final_norm")
 

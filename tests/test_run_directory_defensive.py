@@ -29,8 +29,8 @@ from glassformer.formats.run_directory import (
 )
 from glassformer.train.run_list import list_runs
 from glassformer.train.run_lock import acquire, holder
-from glassformer.workshop.followed_file import FollowedFile
-from glassformer.workshop.lab import Lab
+from glassformer.workshop.lab.followed_file import FollowedFile
+from glassformer.workshop.lab.training_lab import Lab
 from tests.test_lab_supervision import tiny_run
 
 BLOCKED_S = 60  # a read that blocks fails after this, instead of hanging the suite

@@ -8,7 +8,7 @@ import torch
 
 from glassformer.generate import generate_ids
 from glassformer.sampling import GenerationSettings, choose, pipeline
-from glassformer.workshop.prediction import next_token
+from glassformer.workshop.walk.prediction import next_token
 from tests.conftest import tiny_model
 
 V = 40

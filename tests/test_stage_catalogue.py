@@ -12,9 +12,9 @@ import pytest
 import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.models.fine_tune import with_classifier
-from glassformer.workshop.architecture import stages
-from glassformer.workshop.stage_catalogue import CATALOGUE
-from glassformer.workshop.stage_words import Context
+from glassformer.workshop.walk.architecture import stages
+from glassformer.workshop.walk.stage_catalogue import CATALOGUE
+from glassformer.workshop.walk.stage_words import Context
 
 REPO = Path(__file__).resolve().parents[1]
 STATIC = REPO / "glassformer" / "workshop" / "static" / "js"

@@ -111,7 +111,7 @@ def test_unknown_characters_are_fused_into_one_unknown_token():
 def test_the_workshop_shows_the_lattice():
     from types import SimpleNamespace
 
-    from glassformer.workshop.tokenization import explain
+    from glassformer.workshop.reading.tokenization import explain
 
     tok = _toy()
     labels = lambda ids: [tok.id_to_token(i) for i in ids]  # noqa: E731

@@ -9,9 +9,9 @@ import torch
 import glassformer as gf
 from glassformer.sampling import SAMPLING_DEFAULTS
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.workshop.architecture import stages
-from glassformer.workshop.arrays import unpack
 from glassformer.workshop.server import create_app
+from glassformer.workshop.walk.architecture import stages
+from glassformer.workshop.walk.arrays import unpack
 from tests.conftest import tiny, workshop_client
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz .,"
@@ -496,7 +496,7 @@ def test_an_mlm_encoder_ends_at_its_masked_word_prediction(client, models):
 
 def test_the_masked_positions_are_the_mask_tokens():
     from glassformer.tokenizers.wordpiece import WordPiece
-    from glassformer.workshop.masked import masked_prediction
+    from glassformer.workshop.walk.masked import masked_prediction
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "."]
     tokenizer = WordPiece(vocab)
@@ -558,7 +558,7 @@ def test_the_page_preloads_every_module_it_imports(client):
 def test_a_long_walk_leaves_the_attention_maps_to_the_stage_route():
     """Past SHORT_INPUT tokens the walk does not capture scores and weights (attention keeps
     its fused path); it sends their shapes, and /api/stage their values."""
-    from glassformer.workshop.payload import SHORT_INPUT
+    from glassformer.workshop.walk.payload import SHORT_INPUT
 
     lm = char_lm(positions="rope", max_seq_len=2 * SHORT_INPUT)
     text = ("the cat sat. " * 12)[: SHORT_INPUT + 6]

@@ -21,7 +21,9 @@ from glassformer.models.size import ModelTooLarge, check_size
 from glassformer.train import pace_child
 from glassformer.train.pace_child import measure_in_child
 from glassformer.train.settings import apply_overrides, load_preset
-from glassformer.workshop import guard, lab, lab_routes, limits
+from glassformer.workshop.door import guard, limits
+from glassformer.workshop.lab import lab_routes
+from glassformer.workshop.lab import training_lab as lab
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import TEXT, char_lm
 from tests.workshop_server import auth, serving

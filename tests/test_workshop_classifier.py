@@ -17,9 +17,9 @@ import torch
 import glassformer as gf
 from glassformer.inspect.fine_tuning import attention_shift
 from glassformer.models import with_classifier
-from glassformer.workshop.arrays import pack_unit
-from glassformer.workshop.explanations import explain
+from glassformer.workshop.reading.explanations import explain
 from glassformer.workshop.server import create_app
+from glassformer.workshop.walk.arrays import pack_unit
 from tests.test_workshop_page import TEXT, char_lm
 from tests.workshop_server import wait_until
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from glassformer.inspect.logit_lens import logit_lens
-from glassformer.workshop.architecture import stages
+from glassformer.workshop.walk.architecture import stages
 from tests.test_workshop_page import TEXT, models, server  # noqa: F401 (fixtures)
 
 FIRST_FEATURES = 64  # the page maps a feature axis's first 64 columns (stage_detail.js)

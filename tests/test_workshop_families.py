@@ -17,7 +17,7 @@ import torch
 
 import glassformer as gf
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.workshop.arrays import unpack
+from glassformer.workshop.walk.arrays import unpack
 from tests.conftest import workshop_client
 from tests.test_hf_parity import VOCAB
 from tests.test_workshop_page import TEXT

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from glassformer.inspect.explain_methods import METHODS
-from glassformer.workshop import request_types as rt
+from glassformer.workshop.door import request_types as rt
 from glassformer.workshop.server import create_app
 from tests.conftest import workshop_client
 from tests.test_workshop_api import ALPHABET, char_lm

@@ -11,9 +11,9 @@ import torch
 import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.workshop.architecture import stages, summary
-from glassformer.workshop.arrays import unpack
 from glassformer.workshop.server import create_app
+from glassformer.workshop.walk.architecture import stages, summary
+from glassformer.workshop.walk.arrays import unpack
 from tests.conftest import workshop_client
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz .,"

@@ -24,8 +24,8 @@ import torch
 import glassformer as gf
 from glassformer.config import llama_style
 from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
-from glassformer.workshop.architecture import stages, summary
 from glassformer.workshop.server import create_app
+from glassformer.workshop.walk.architecture import stages, summary
 from tests.conftest import tiny, tiny_model
 from tests.test_workshop_page import TEXT, Workshop, char_lm
 from tests.workshop_server import serving

@@ -20,9 +20,9 @@ from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
 from glassformer.inspect.film import read_film
 from glassformer.train import checkpoint
 from glassformer.train.run_lock import process_stat
-from glassformer.workshop import lab as lab_module
+from glassformer.workshop.lab import training_lab as lab_module
+from glassformer.workshop.lab.trainer_process import descendants
 from glassformer.workshop.server import create_app
-from glassformer.workshop.trainer_process import descendants
 from tests import trainer_processes
 from tests.test_workshop_api import char_lm
 from tests.workshop_server import auth, serving

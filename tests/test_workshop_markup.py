@@ -297,7 +297,7 @@ def test_a_lesson_s_walk_links_carry_a_model_s_name_as_escaped_text(models):
     """A lesson's Markdown is the one HTML the page parses (lessons.js `lessonMarkup`): its walk
     links name the model, whose name can be a run's folder name, escaped by markdown-it."""
     from glassformer.lessons.catalog import lessons
-    from glassformer.workshop.lesson_pages import page
+    from glassformer.workshop.lessons.lesson_pages import page
 
     cells = [page(item, {DECODER: models[DECODER]})["cells"] for item in lessons()]
     html = "".join(cell["html"] for lesson in cells for cell in lesson if cell["kind"] == "markdown")

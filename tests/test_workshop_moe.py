@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from glassformer.workshop.arrays import unpack
+from glassformer.workshop.walk.arrays import unpack
 from tests.conftest import workshop_client
 from tests.test_workshop_page import TEXT, char_lm
 

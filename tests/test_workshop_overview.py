@@ -10,7 +10,7 @@ import pytest
 
 import glassformer as gf
 from glassformer.models.fine_tune import with_classifier
-from glassformer.workshop.arrays import unpack
+from glassformer.workshop.walk.arrays import unpack
 from tests.conftest import workshop_client
 from tests.test_workshop_page import BROWSER_400, TEXT, char_lm
 

@@ -22,9 +22,9 @@ import torch
 import glassformer as gf
 from glassformer.sampling import SAMPLING_DEFAULTS, generation_settings
 from glassformer.tokenizers.char import CharTokenizer
-from glassformer.workshop.architecture import stages
-from glassformer.workshop.prediction import next_token
 from glassformer.workshop.server import create_app
+from glassformer.workshop.walk.architecture import stages
+from glassformer.workshop.walk.prediction import next_token
 from tests.conftest import tiny_model
 from tests.screenshots import keep_screenshot
 from tests.workshop_server import log_in, serving, wait_until

@@ -18,8 +18,8 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
-from glassformer.workshop import limits
-from glassformer.workshop.http import MAX_BODY_BYTES
+from glassformer.workshop.door import limits
+from glassformer.workshop.door.http import MAX_BODY_BYTES
 from glassformer.workshop.server import create_app
 from tests.test_workshop_api import TEXT, char_lm
 from tests.workshop_server import auth, serving

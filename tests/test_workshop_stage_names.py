@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import glassformer as gf
-from glassformer.workshop import architecture
-from glassformer.workshop.architecture import stages
 from glassformer.workshop.module_graph import imported
+from glassformer.workshop.walk import architecture
+from glassformer.workshop.walk.architecture import stages
 from tests.conftest import tiny
 
 PACKAGE = Path(gf.__file__).parent

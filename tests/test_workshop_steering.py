@@ -164,7 +164,7 @@ def test_compare_shows_two_models_lens_layer_by_layer(workshop, models):  # noqa
 
 
 def test_two_explanations_side_by_side_are_the_library_s(workshop, models):  # noqa: F811
-    from glassformer.workshop.explanations import explain
+    from glassformer.workshop.reading.explanations import explain
 
     page, lm = workshop.page, models["tiny"]
     workshop.open(model="tiny", text=TEXT, level="intermediate")

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 import glassformer as gf
 from glassformer.inputs import patch_labels
 from glassformer.train.images import DIGITS, digits_split
-from glassformer.workshop.architecture import stages
-from glassformer.workshop.arrays import pack, pack_unit, unpack
-from glassformer.workshop.http import MAX_BODY_BYTES
+from glassformer.workshop.door.http import MAX_BODY_BYTES
 from glassformer.workshop.server import create_app
-from glassformer.workshop.stage_catalogue import VISION
-from glassformer.workshop.stage_words import Context
+from glassformer.workshop.walk.architecture import stages
+from glassformer.workshop.walk.arrays import pack, pack_unit, unpack
+from glassformer.workshop.walk.stage_catalogue import VISION
+from glassformer.workshop.walk.stage_words import Context
 from tests.conftest import workshop_client
 from tests.test_vit import vit_config as tiny_vit_config
 from tests.test_workshop_fuzz import json_values

@@ -5,7 +5,7 @@
 
 `uvicorn.Server` runs in a daemon thread; leaving the block asks it to exit and waits for
 the thread, so no server outlives its test module. The workshop answers only with its token
-(`glassformer.workshop.guard`): `auth(url)` gives a script's header for a served URL, and
+(`glassformer.workshop.door.guard`): `auth(url)` gives a script's header for a served URL, and
 `log_in(page, url)` the browser's cookie, as the page gets it from the printed link.
 """
 

@@ -81,8 +81,8 @@ def load_models(named: list[str], runs_root: Path = RUNS_ROOT) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from glassformer.workshop.attention_change import origin
-    from glassformer.workshop.guard import LOOPBACK
+    from glassformer.workshop.door.guard import LOOPBACK
+    from glassformer.workshop.reading.attention_change import origin
     from glassformer.workshop.server import create_app
 
     if not 0 < args.port < 65536:
@@ -129,7 +129,7 @@ def serve(app, host: str, port: int) -> None:
 
 def checked_token(token: str | None) -> str:
     """The token given (by --token or the environment), checked; a new random one if none."""
-    from glassformer.workshop.guard import new_token
+    from glassformer.workshop.door.guard import new_token
 
     if token is None:
         return new_token()
@@ -144,7 +144,7 @@ def checked_token(token: str | None) -> str:
 def served_hosts(host: str) -> tuple[str, ...] | None:
     """The Host names the server answers to: this machine's loopback names and the address it
     is bound to; None (any name) when bound to every interface, where only the token guards."""
-    from glassformer.workshop.guard import LOOPBACK
+    from glassformer.workshop.door.guard import LOOPBACK
 
     if host in EVERY_INTERFACE:
         return None

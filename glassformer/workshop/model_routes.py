@@ -23,13 +23,13 @@ from starlette.routing import Route
 from glassformer.inspect.cost_report import costs
 from glassformer.loading import load
 from glassformer.sampling import SAMPLING_DEFAULTS
-from glassformer.workshop.architecture import model_entry
-from glassformer.workshop.attention_change import origin
-from glassformer.workshop.budget import watch
-from glassformer.workshop.http import RequestError, answer, read_query, read_request
-from glassformer.workshop.images import samples as held_out_samples
+from glassformer.workshop.door.budget import watch
+from glassformer.workshop.door.http import RequestError, answer, read_query, read_request
+from glassformer.workshop.door.request_types import CostsQuery, RunRequest, SamplesQuery
 from glassformer.workshop.model_work import Workshop
-from glassformer.workshop.request_types import CostsQuery, RunRequest, SamplesQuery
+from glassformer.workshop.reading.attention_change import origin
+from glassformer.workshop.walk.architecture import model_entry
+from glassformer.workshop.walk.images import samples as held_out_samples
 
 
 def model_routes(workshop: Workshop) -> list[Route]:

@@ -25,12 +25,12 @@ from typing import Any
 from starlette.requests import Request
 
 from glassformer.sampling import generation_settings
-from glassformer.workshop.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
-from glassformer.workshop.http import RequestError
-from glassformer.workshop.lab import Lab
-from glassformer.workshop.limits import SECONDS, check_length
-from glassformer.workshop.pass_input import PassInput, read_pass
-from glassformer.workshop.request_types import PassRequest, Sampling
+from glassformer.workshop.door.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
+from glassformer.workshop.door.http import RequestError
+from glassformer.workshop.door.limits import SECONDS, check_length
+from glassformer.workshop.door.request_types import PassRequest, Sampling
+from glassformer.workshop.lab.training_lab import Lab
+from glassformer.workshop.walk.pass_input import PassInput, read_pass
 
 
 @dataclass

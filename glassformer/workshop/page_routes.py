@@ -19,12 +19,12 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from glassformer.workshop.http import answer, read_query
+from glassformer.workshop.door.http import answer, read_query
+from glassformer.workshop.door.request_types import ViewQuery
 from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.module_graph import with_preloads
-from glassformer.workshop.request_types import ViewQuery
+from glassformer.workshop.reading.views import policy, view_html
 from glassformer.workshop.teach import teach_page
-from glassformer.workshop.views import policy, view_html
 
 STATIC = Path(__file__).parent / "static"
 VIZ_ASSETS = Path(__file__).resolve().parents[1] / "viz" / "assets"  # served at static/viz/

@@ -35,17 +35,17 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from glassformer.workshop.generate_routes import generate_routes
-from glassformer.workshop.guard import LOOPBACK, Guard, Logins, new_token
-from glassformer.workshop.http import RequestError, request_error
-from glassformer.workshop.lab import Lab
-from glassformer.workshop.lab_routes import lab_routes
-from glassformer.workshop.lesson_routes import lesson_routes
+from glassformer.workshop.door.guard import LOOPBACK, Guard, Logins, new_token
+from glassformer.workshop.door.http import RequestError, request_error
+from glassformer.workshop.lab.lab_routes import lab_routes
+from glassformer.workshop.lab.training_lab import Lab
+from glassformer.workshop.lessons.lesson_routes import lesson_routes
 from glassformer.workshop.model_routes import model_routes
 from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.page_routes import STATIC, page_routes
-from glassformer.workshop.reading_routes import reading_routes
-from glassformer.workshop.walk_routes import walk_routes
+from glassformer.workshop.reading.generate_routes import generate_routes
+from glassformer.workshop.reading.reading_routes import reading_routes
+from glassformer.workshop.walk.walk_routes import walk_routes
 
 
 def create_app(

@@ -21,7 +21,7 @@ from typing import Any
 
 from glassformer.formats.run_directory import TRAIN_CONFIG, read_json
 from glassformer.inspect.fine_tuning import attention_shift
-from glassformer.workshop.arrays import pack_unit
+from glassformer.workshop.walk.arrays import pack_unit
 
 RANKED = 8  # heads listed, the most moved first
 

@@ -53,7 +53,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from glassformer.workshop.http import MAX_BODY_BYTES
+from glassformer.workshop.door.http import MAX_BODY_BYTES
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PAGES = ("/", "/lab", "/lessons")  # what a link from another site may open

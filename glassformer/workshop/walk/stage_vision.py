@@ -11,7 +11,7 @@ from __future__ import annotations
 from glassformer.inputs import ModelInputs
 from glassformer.nn.patches import PatchEmbedding
 from glassformer.nn.positions import LearnedPositions
-from glassformer.workshop.stage_words import Context
+from glassformer.workshop.walk.stage_words import Context
 
 
 def _grid(ctx: Context) -> tuple[int, int, int]:

@@ -38,7 +38,7 @@ import torch
 
 from glassformer.inputs import patch_labels
 from glassformer.train.images import DIGITS, DIGITS_IMAGE, digits_split
-from glassformer.workshop.arrays import pack
+from glassformer.workshop.walk.arrays import pack
 
 MAX_SIDE = 1024  # the most rows, columns or channels an image sent may have
 PACKED_DTYPES = {"float32": "<f4", "uint8": "u1"}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from glassformer.workshop.http import RequestError
+from glassformer.workshop.door.http import RequestError
 
 WORK_BYTES = 1 << 30  # 1 GiB of activations per request: its peak stays under 2 GB above the models
 RESPONSE_BYTES = 64 << 20  # the most one answer holds: it is built whole, and kept until its client reads it

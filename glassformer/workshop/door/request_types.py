@@ -27,8 +27,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
-from glassformer.workshop.images import MAX_SIDE, read_pixels
-from glassformer.workshop.interventions import MAX_FACTOR
+from glassformer.workshop.walk.images import MAX_SIDE, read_pixels
+from glassformer.workshop.walk.interventions import MAX_FACTOR
 
 MAX_TEXT_CHARS = 20_000  # one text field; the token limit is the route's (`limits.py`)
 MAX_NEW_TOKENS = 512  # most tokens one /api/generate makes

@@ -38,10 +38,10 @@ from starlette.responses import FileResponse, JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from glassformer.workshop.followed_file import FollowedFile
-from glassformer.workshop.http import RequestError, read_query, read_request
-from glassformer.workshop.lab import DEFAULT_PRESET, RUN_FILES_FOLLOWED, Lab
-from glassformer.workshop.request_types import Empty, EventsQuery, LabStartRequest, RunRequest
+from glassformer.workshop.door.http import RequestError, read_query, read_request
+from glassformer.workshop.door.request_types import Empty, EventsQuery, LabStartRequest, RunRequest
+from glassformer.workshop.lab.followed_file import FollowedFile
+from glassformer.workshop.lab.training_lab import DEFAULT_PRESET, RUN_FILES_FOLLOWED, Lab
 
 POLL_S = 0.5  # how often a followed run's files are read
 HEARTBEAT_S = 15.0  # a comment line now and then keeps proxies from closing a quiet stream

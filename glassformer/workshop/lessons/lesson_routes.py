@@ -26,10 +26,10 @@ from starlette.routing import Route
 
 from glassformer.lessons.catalog import lesson
 from glassformer.lessons.run import LessonCancelled
-from glassformer.workshop import lesson_pages
-from glassformer.workshop.budget import CLIENT_GONE, when_gone
-from glassformer.workshop.http import RequestError, read_query, read_request
-from glassformer.workshop.request_types import Empty, SourceQuery
+from glassformer.workshop.door.budget import CLIENT_GONE, when_gone
+from glassformer.workshop.door.http import RequestError, read_query, read_request
+from glassformer.workshop.door.request_types import Empty, SourceQuery
+from glassformer.workshop.lessons import lesson_pages
 
 
 def lesson_routes(models: dict[str, Any], page: Path) -> list[Route]:

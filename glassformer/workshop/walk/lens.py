@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from glassformer.inspect.logit_lens import logit_lens
-from glassformer.workshop.pass_input import PassInput
+from glassformer.workshop.walk.pass_input import PassInput
 
 TOP = 3  # tokens shown per layer
 

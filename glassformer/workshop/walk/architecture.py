@@ -30,8 +30,8 @@ from typing import Any
 
 from glassformer.config import ModelConfig
 from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
-from glassformer.workshop.stage_catalogue import describe
-from glassformer.workshop.stage_words import POSITION_NAMES, Context, attention_kind
+from glassformer.workshop.walk.stage_catalogue import describe
+from glassformer.workshop.walk.stage_words import POSITION_NAMES, Context, attention_kind
 
 
 def summary(config: ModelConfig) -> dict[str, Any]:

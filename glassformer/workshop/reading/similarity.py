@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from glassformer.workshop.arrays import pack
+from glassformer.workshop.walk.arrays import pack
 
 
 def similarity(lm, text: str, other: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from glassformer.sampling import (
     top_k_filter,
     top_p_filter,
 )
-from glassformer.workshop.stage_catalogue import code_location
+from glassformer.workshop.walk.stage_catalogue import code_location
 
 SHOWN = 12  # tokens listed per step (the probabilities are computed over every token)
 CODE = {  # the function each stage of the pipeline runs (its location: stage_catalogue.code_location)

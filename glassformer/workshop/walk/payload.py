@@ -38,13 +38,13 @@ import torch
 from glassformer.inputs import ModelInputs
 from glassformer.nn.trace import evaluating
 from glassformer.sampling import GenerationSettings
-from glassformer.workshop.architecture import stages, summary
-from glassformer.workshop.arrays import PACKED_BYTES, pack, pack_unit
-from glassformer.workshop.images import image_payload
-from glassformer.workshop.limits import check_response
-from glassformer.workshop.masked import masked_prediction
-from glassformer.workshop.pass_input import PassInput
-from glassformer.workshop.prediction import next_token
+from glassformer.workshop.door.limits import check_response
+from glassformer.workshop.walk.architecture import stages, summary
+from glassformer.workshop.walk.arrays import PACKED_BYTES, pack, pack_unit
+from glassformer.workshop.walk.images import image_payload
+from glassformer.workshop.walk.masked import masked_prediction
+from glassformer.workshop.walk.pass_input import PassInput
+from glassformer.workshop.walk.prediction import next_token
 
 VERSION = 1
 PREVIEW_FEATURES = 16  # leading features per token sent with the walk

@@ -41,8 +41,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from glassformer.lessons.catalog import Lesson, lessons, links, resolve_code, to_notebook
 from glassformer.lessons.run import LessonFailed, code_cells, execute
-from glassformer.workshop.architecture import stages
-from glassformer.workshop.stage_catalogue import code_location
+from glassformer.workshop.walk.architecture import stages
+from glassformer.workshop.walk.stage_catalogue import code_location
 
 RUN_TIMEOUT_S = 120  # per cell
 

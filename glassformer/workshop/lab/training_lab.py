@@ -51,7 +51,7 @@ from glassformer.train.settings import (
     preset_names,
     preset_summary,
 )
-from glassformer.workshop.lab_fields import (
+from glassformer.workshop.lab.lab_fields import (
     FIELDS,
     PROCESSES,
     fixed_fields,
@@ -61,7 +61,7 @@ from glassformer.workshop.lab_fields import (
     pretrained_model,
     split_processes,
 )
-from glassformer.workshop.trainer_process import TrainerProcess
+from glassformer.workshop.lab.trainer_process import TrainerProcess
 
 LAB_SUFFIX = "-lab"
 DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minute here, and shows a head form

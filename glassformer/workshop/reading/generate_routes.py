@@ -15,12 +15,12 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from glassformer.workshop.budget import WorkBudget, WorkStopped
-from glassformer.workshop.http import RequestError, read_request
-from glassformer.workshop.limits import SECONDS
+from glassformer.workshop.door.budget import WorkBudget, WorkStopped
+from glassformer.workshop.door.http import RequestError, read_request
+from glassformer.workshop.door.limits import SECONDS
+from glassformer.workshop.door.request_types import GenerateRequest
 from glassformer.workshop.model_work import Workshop, settings
-from glassformer.workshop.request_types import GenerateRequest
-from glassformer.workshop.streaming import stopped_event, token_events
+from glassformer.workshop.reading.streaming import stopped_event, token_events
 
 
 def generate_routes(workshop: Workshop) -> list[Route]:

@@ -20,11 +20,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from glassformer.workshop import payload
-from glassformer.workshop.http import RequestError, answer, read_request
-from glassformer.workshop.lens import lens as lens_payload
+from glassformer.workshop.door.http import RequestError, answer, read_request
+from glassformer.workshop.door.request_types import PassRequest, StageRequest, WalkRequest
 from glassformer.workshop.model_work import Workshop, settings
-from glassformer.workshop.request_types import PassRequest, StageRequest, WalkRequest
+from glassformer.workshop.walk import payload
+from glassformer.workshop.walk.lens import lens as lens_payload
 
 
 def walk_routes(workshop: Workshop) -> list[Route]:

@@ -20,10 +20,10 @@ from typing import Any
 import torch
 
 from glassformer.nn.hooks import HookFn
-from glassformer.workshop.http import RequestError
-from glassformer.workshop.images import image_tensor
-from glassformer.workshop.interventions import HeadInterventions
-from glassformer.workshop.limits import check_length
+from glassformer.workshop.door.http import RequestError
+from glassformer.workshop.door.limits import check_length
+from glassformer.workshop.walk.images import image_tensor
+from glassformer.workshop.walk.interventions import HeadInterventions
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ from glassformer.nn.embeddings import Embeddings
 from glassformer.nn.ffn import FeedForward
 from glassformer.nn.masks import build_mask
 from glassformer.nn.moe import MoEFeedForward, router_scores
-from glassformer.workshop import stage_words as words
-from glassformer.workshop.stage_vision import VISION_STEPS
-from glassformer.workshop.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words, fixed
+from glassformer.workshop.walk import stage_words as words
+from glassformer.workshop.walk.stage_vision import VISION_STEPS
+from glassformer.workshop.walk.stage_words import POOLING_NAMES, POSITION_NAMES, Context, Words, fixed
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # glassformer/
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # glassformer/
 
 
 @dataclass(frozen=True, init=False)

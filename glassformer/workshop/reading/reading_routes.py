@@ -21,18 +21,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from glassformer.workshop.attention_change import change as attention_change
-from glassformer.workshop.explanations import explain as explain_prediction
-from glassformer.workshop.http import answer, read_request
-from glassformer.workshop.model_work import Workshop
-from glassformer.workshop.request_types import (
+from glassformer.workshop.door.http import answer, read_request
+from glassformer.workshop.door.request_types import (
     AttentionChangeRequest,
     ExplainRequest,
     SimilarityRequest,
     TokensRequest,
 )
-from glassformer.workshop.similarity import similarity
-from glassformer.workshop.tokenization import explain as explain_tokens
+from glassformer.workshop.model_work import Workshop
+from glassformer.workshop.reading.attention_change import change as attention_change
+from glassformer.workshop.reading.explanations import explain as explain_prediction
+from glassformer.workshop.reading.similarity import similarity
+from glassformer.workshop.reading.tokenization import explain as explain_tokens
 
 
 def reading_routes(workshop: Workshop) -> list[Route]:

@@ -1,0 +1,3 @@
+"""The course's lessons as workshop pages (`lesson_pages.py`) and their routes
+(`lesson_routes.py`).
+"""
