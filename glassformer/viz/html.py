@@ -26,11 +26,12 @@ JSON lists of floats:
 Scoping: each rendering gets a fresh element id ``gfv-<12 hex>``; the script that starts
 it finds its root and its payload by that id only, and every CSS rule is under the
 ``.gfv`` class with ``gfv-`` class names, so several views in one notebook never collide.
-The shared modules (``blocks.js``: this decoder; ``colours.js``: one colour scale per quantity;
-``paint.js``: the heatmap painter) are ES modules the workshop imports; a view inlines them as
-classic scripts (`glassformer.viz.modules`). The views' library (``core.js``) and each view's
-script install themselves once per page:
-a second copy (every view file carries its own) sees the first and does nothing.
+The scripts are ES modules (``assets/``: ``<kind>_view.js`` on ``core.js``, the views'
+library, ``payload.js``, the one payload reader, and the modules the workshop imports too:
+``blocks.js``, this decoder, ``colours.js``, ``paint.js``, ``lines.js``, ...). A view inlines its
+module and everything that imports, as classic scripts (`glassformer.viz.modules.inlined`)
+that register on ``window.glassformerViews.modules``; every view file carries its own copy,
+and a second copy on one page (another view, another version) sees the first and does nothing.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import numpy as np
 import torch
 
 from glassformer.atomic import write_text_atomic
-from glassformer.viz.modules import asset, shared_scripts
+from glassformer.viz.modules import asset, inlined
 
 PAYLOAD_FORMAT = "glassformer-view"
 PAYLOAD_VERSION = 1
@@ -140,14 +141,17 @@ class View(ABC):
         """An HTML fragment with a fresh element id: the view, its payload, our CSS and JS."""
         root = f"gfv-{uuid.uuid4().hex[:12]}"
         data = _json_for_script(self.payload())
-        scripts = (*shared_scripts(), asset("core.js"), asset(f"{self.kind}_view.js"))
+        module = f"{self.kind}_view.js"
+        scripts = [script for _, script in inlined(module)]
+        # the registry's core.js draws the view with the registry's <kind>_view.js (the first copies)
+        start = f'm["core.js"].start(document.getElementById("{root}"), m["{module}"]);'
         return "\n".join(
             [
                 f'<div class="gfv-host"><style>{asset("views.css")}</style>',
                 f'<div id="{root}" class="gfv gfv-{self.kind}"></div>',
                 f'<script type="application/json" id="{root}-data">{data}</script>',
                 *(f"<script>{script}</script>" for script in scripts),
-                f'<script>window.glassformerViews.start(document.getElementById("{root}"));</script>',
+                f"<script>(function (m) {{ {start} }})(window.glassformerViews.modules);</script>",
                 "</div>",
             ]
         )

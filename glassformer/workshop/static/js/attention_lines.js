@@ -3,12 +3,14 @@
 // right it looks at (keys); a line's strength is its weight. The walk payload carries the
 // averaged pattern for short inputs (`mean_pattern`); for longer ones the layer's whole
 // pattern (h t s) is fetched and averaged here. Past 128 tokens the lines would be
-// thousands: the same weights are drawn as a map instead (attention_canvas.js).
+// thousands: the same weights are drawn as a map instead (attention_canvas.js). The pattern
+// is walked as the notebooks' head view walks it (viz/lines.js), one SVG line per weight.
 
 import { meanFirst, unpack } from "./arrays.js";
 import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
 import { el, svg } from "./dom.js";
 import { quoted, tokenText } from "./format.js";
+import { eachLine } from "../viz/lines.js";
 import { attentionParts, axisTokens } from "./stages.js";
 import { tokenColour } from "./tokens.js";
 
@@ -31,21 +33,17 @@ function drawLines(pattern, queries, keys) {
   const right = WIDTH - LABEL_WIDTH;
   const y = (i) => 4 + i * ROW_HEIGHT + ROW_HEIGHT / 2;
   const lines = svg("g", { class: "lines" });
-  for (let i = 0; i < t; i += 1) {
-    for (let j = 0; j < s; j += 1) {
-      const weight = pattern.values[i * s + j];
-      if (weight < MIN_WEIGHT) continue;
-      const line = svg("line", {
-        x1: left + 4, y1: y(i), x2: right - 4, y2: y(j),
-        "stroke-width": (0.5 + MAX_STROKE * weight).toFixed(2),
-        "stroke-opacity": Math.min(1, 0.15 + weight).toFixed(3),
-        "data-query": i, "data-key": j, "data-weight": weight.toFixed(4),
-      });
-      line.append(svg("title", {}, document.createTextNode(
-        `${quoted(queries[i].text)} looks at ${quoted(keys[j].text)}: ${(100 * weight).toFixed(0)}%`)));
-      lines.append(line);
-    }
-  }
+  eachLine(pattern.values, t, s, MIN_WEIGHT, (i, j, weight) => {
+    const line = svg("line", {
+      x1: left + 4, y1: y(i), x2: right - 4, y2: y(j),
+      "stroke-width": (0.5 + MAX_STROKE * weight).toFixed(2),
+      "stroke-opacity": Math.min(1, 0.15 + weight).toFixed(3),
+      "data-query": i, "data-key": j, "data-weight": weight.toFixed(4),
+    });
+    line.append(svg("title", {}, document.createTextNode(
+      `${quoted(queries[i].text)} looks at ${quoted(keys[j].text)}: ${(100 * weight).toFixed(0)}%`)));
+    lines.append(line);
+  });
   const label = (token, i, x, anchor, side) => {
     const group = svg("g", { class: `line-token line-token-${side}`, "data-index": i });
     group.append(

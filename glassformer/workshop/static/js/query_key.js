@@ -5,12 +5,14 @@
 //   score      q_i · k_j × scale (+ B_ij, the ALiBi / T5 bias)        <attn>.scores  h t s
 //   weight     softmax over j after the mask                         <attn>.pattern h t s
 // q and k are traced after RoPE, so q_i · k_j × scale is the traced score (a position
-// bias aside). The page recomputes it from the four tensors /api/stage gives.
+// bias aside). The page recomputes it from the four tensors /api/stage gives, term by term as
+// the notebooks' neuron view does (viz/query_key_terms.js).
 
 import { unpack } from "./arrays.js";
 import { css, divergingColour } from "../viz/colours.js";
 import { el } from "./dom.js";
 import { number, quoted, tokenText } from "./format.js";
+import { largestMagnitude, queryKeyTerms } from "../viz/query_key_terms.js";
 import { axisTokens } from "./stages.js";
 
 const PARTS = ["q", "k", "scores", "pattern"];
@@ -54,12 +56,6 @@ function strip(values, extent, cls) {
   return canvas;
 }
 
-function largest(vectors) {
-  let extent = 0;
-  for (const vector of vectors) for (const value of vector) extent = Math.max(extent, Math.abs(value));
-  return extent || 1;
-}
-
 /** The keys a row shows: all of them, or the MAX_KEYS with the largest weights, in order. */
 function shownKeys(weights) {
   const keys = Array.from(weights, (_, j) => j);
@@ -78,8 +74,7 @@ function queryKeyRows(tensors, head, query, scale) {
   const rows = Array.from({ length: s }, (_, j) => {
     const start = (kvHead * s + j) * e;
     const k = tensors.k.values.subarray(start, start + e); // e
-    const product = q.map((value, c) => value * k[c]); // e
-    const dot = product.reduce((sum, value) => sum + value, 0);
+    const { product, dot } = queryKeyTerms(q, k); // q ⊙ k (e) and q · k
     const score = tensors.scores.values[row + j];
     return { key: j, k, product, dot, scaled: dot * scale, score, bias: score - dot * scale, weight: tensors.pattern.values[row + j] };
   });
@@ -134,8 +129,8 @@ function weightCell(weight, masked) {
 function keyTable(picked, queryToken, keyTokens, biased, causal, query) {
   const { rows, q } = picked;
   const keys = shownKeys(rows.map((r) => r.weight));
-  const vectorExtent = largest([q, ...keys.map((j) => rows[j].k)]);
-  const productExtent = largest(keys.map((j) => rows[j].product));
+  const vectorExtent = largestMagnitude([q, ...keys.map((j) => rows[j].k)]);
+  const productExtent = largestMagnitude(keys.map((j) => rows[j].product));
   const sums = biased ? ["q_i · k_j", "× scale", "+ bias", "= score"] : ["q_i · k_j", "× scale = score"];
   const head = ["key j", "k_j", "q_i ⊙ k_j", ...sums, "softmax weight"];
   const queryRow = el(
