@@ -1,10 +1,13 @@
-"""The page parses no stage name: `architecture._parse` is the one parser, on the server, and
+r"""The page parses no stage name: `architecture._parse` is the one parser, on the server, and
 each stage of the payload carries what its name says (stack, layer, kind, cross).
 
 The scan reads every module the page imports (`module_graph.imported`, as the page is
-preloaded) and looks for the two ways a name was taken apart on the page: a `parseStage`, and
-a split or a regular expression applied to a stage's id or trace (``stage.id.split(".")``,
-``trace?.match(/...attn/)``). Group names and the overview's zoom text are not stage names.
+preloaded) and looks for the ways a name was taken apart on the page: a `parseStage`; a split,
+a regular expression or a string test applied to a stage's id or trace (``stage.id.split(".")``,
+``trace?.match(/...attn/)``, ``s.id.endsWith("embed.out")``, ``stage.id.replace(/\.pattern$/, "")``);
+a regular expression that reads an attention's name out of a path (``/\.(attn|cross_attn)$/``).
+Group names and the overview's zoom text are not stage names: the zoom is read by matching the
+stages (overview_zoom.js), not by taking it apart.
 """
 
 from __future__ import annotations
@@ -30,7 +33,22 @@ TAKEN_APART = [
     re.compile(r"\bparseStage\b"),
     re.compile(_NAME + r"\??\.(?:split|match|matchAll)\("),
     re.compile(r"\.(?:test|exec)\(" + _NAME + r"\)"),
+    # s.id.endsWith("embed.out"), stage.trace.startsWith(...), stage.id.replace(/\.pattern$/, "")
+    re.compile(_NAME + r"\??\.(?:endsWith|startsWith|includes|replace|replaceAll|slice|(?:lastI|i)ndexOf)\("),
+    re.compile(r"/[^/\n]*\(attn\|cross_attn\)"),  # /\.(attn|cross_attn)$/: an attention read out of a path
 ]
+
+# Lines of modules other changes are still moving to the stage's fields; each is exempt as
+# written here only (the same test on another line, or in another module, is caught).
+PENDING = {
+    (
+        "js/tour.js",
+        'else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2'
+        ' || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);',
+    ),
+    ("js/stages.js", 'if (!stage.trace || !stage.trace.endsWith(".pattern")) continue;'),
+    ("js/moe_routing.js", "return trace.replace(/router_probs$/, local);"),
+}
 
 
 def _page_modules() -> list[tuple[str, str]]:
@@ -49,12 +67,19 @@ def test_the_scan_reads_the_page_and_catches_a_parser():
         'const [stack] = stage.id.split(".");',
         "return trace?.match(OPENS_ON)?.[1];",
         "if (/cross_attn/.test(stage.id)) return;",
+        'const stream = embed.stages.find((s) => s.id.endsWith("embed.out"));',
+        'const base = stage.id.replace(/\\.pattern$/, "");',
+        'if (stage.trace.endsWith(".scores") || stage.trace.endsWith(".capped")) return "scores";',
+        'const base = /\\.(attn|cross_attn)$/.test(path) ? path : "";',
     ):
         assert any(p.search(line) for p in TAKEN_APART), line
     for line in (
         "const { kind, cross } = stage;",
         'const [path, head] = zoom.split(":");',
         'const letters = stage.shape.split(" ");',
+        'const stream = embed.stages.find((s) => s.kind === "embed.out");',
+        'if (kind.startsWith("attn.")) return "attn";',
+        'return `${pattern.group}.${pattern.cross ? "cross_attn" : "attn"}`;',
     ):
         assert not any(p.search(line) for p in TAKEN_APART), line
 
@@ -64,7 +89,7 @@ def test_no_page_module_takes_a_stage_name_apart():
         f"{path}:{number}: {line.strip()}"
         for path, source in _page_modules()
         for number, line in enumerate(source.splitlines(), 1)
-        if any(p.search(line) for p in TAKEN_APART)
+        if any(p.search(line) for p in TAKEN_APART) and (path, line.strip()) not in PENDING
     ]
     assert not found, "the page reads stack, layer, kind and cross from the stage:\n" + "\n".join(found)
 

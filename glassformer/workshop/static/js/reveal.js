@@ -4,6 +4,8 @@
 // (the embeddings, each block, the output). The current step is marked aria-current="step"
 // and scrolled into view. It only hides what the walk already drew; walk_panels.js opens the block
 // the reveal is in and keeps every other panel back until its step is out.
+// A part's name and a block's number come from its first step (its stack, layer and kind:
+// architecture.py parses the names, the page none); a tour's "other blocks" stop from its blocks.
 
 import { el } from "./dom.js";
 
@@ -16,6 +18,7 @@ const BACK_KEYS = ["ArrowLeft", "PageUp"];
  */
 export function createReveal(bar, onChange) {
   let ids = [];
+  let steps = []; // {id, group, ...}: a walk's stages, or a tour's stops
   let groupOf = new Map();
   let shown = 1;
   let marked = ""; // the step last marked current (scrolled to once, not at every redraw)
@@ -26,21 +29,20 @@ export function createReveal(bar, onChange) {
   bar.replaceChildren(previous, counter, next, el("label", { class: "reveal-jump-label" }, "jump to ", jump));
   bar.hidden = false;
 
-  /** The walk's parts in order: [{group, first: index of its first step}]. */
+  /** The walk's parts in order: [{first: index of its first step, part, stack, layer}] (partOf). */
   function parts() {
     const seen = new Map();
-    ids.forEach((id, i) => {
-      const group = groupOf.get(id) ?? id;
-      if (!seen.has(group)) seen.set(group, i);
+    steps.forEach((step, i) => {
+      if (!seen.has(step.group)) seen.set(step.group, { first: i, ...partOf(step) });
     });
-    return [...seen].map(([group, first]) => ({ group, first }));
+    return [...seen.values()];
   }
 
   function update() {
     counter.textContent = `step ${shown} of ${ids.length}`;
     previous.disabled = shown <= 1;
     next.disabled = shown >= ids.length;
-    const options = parts().map(({ group, first }) => el("option", { value: String(first) }, label(group)));
+    const options = parts().map((part) => el("option", { value: String(part.first) }, label(part)));
     jump.replaceChildren(el("option", { value: "" }, "—"), ...options);
     jump.value = "";
   }
@@ -61,7 +63,7 @@ export function createReveal(bar, onChange) {
 
   /** The first step of block ``n`` (of the input stack: an encoder-decoder's encoder). */
   function jumpToBlock(n) {
-    const part = parts().find(({ group }) => /(^|\.)blocks\.(\d+)$/.exec(group)?.[2] === String(n));
+    const part = parts().find(({ part: kind, layer }) => kind === "block" && layer === n);
     if (part) go(part.first + 1);
   }
 
@@ -85,6 +87,7 @@ export function createReveal(bar, onChange) {
       const stageIds = stages.map((s) => s.id);
       if (stageIds.join("\n") !== ids.join("\n")) shown = 1;
       ids = stageIds;
+      steps = stages;
       groupOf = new Map(stages.map((s) => [s.id, s.group]));
       shown = Math.min(shown, ids.length);
       update();
@@ -132,11 +135,19 @@ export function createReveal(bar, onChange) {
 
 const PART_NAMES = { input: "the tokens", embed: "embeddings", others: "the other blocks", final: "final norm", output: "the output" };
 
+/** Which part of the walk a step is in: {part: "input" | "embed" | "block" | "others" | "final"
+ * | "output", stack, layer}. A tour's stop holds its stage; its own stops (the other blocks,
+ * the sampling) hold none. */
+function partOf(step) {
+  if (step.kind === "others") return { part: "others", stack: step.blocks[0].stack, layer: null };
+  const stage = step.stage ?? step;
+  if (stage.group === "input" || stage.group === "output") return { part: stage.group, stack: "", layer: null };
+  if (stage.layer !== null) return { part: "block", stack: stage.stack, layer: stage.layer };
+  return { part: stage.kind === "final_norm" ? "final" : "embed", stack: stage.stack, layer: null };
+}
+
 /** A part's name in the jump list: "embeddings", "block 3", "decoder block 0", "the output". */
-function label(group) {
-  const block = /^(?:(\w+)\.)?blocks\.(\d+)$/.exec(group);
-  if (block) return `${block[1] ? `${block[1]} ` : ""}block ${block[2]}`;
-  if (group === "encoder" || group === "decoder") return `${group} embeddings`;
-  const [stack, part] = group.includes(".") ? group.split(".") : ["", group];
-  return `${stack ? `${stack} ` : ""}${PART_NAMES[part] ?? part}`;
+function label({ part, stack, layer }) {
+  const prefix = stack ? `${stack} ` : "";
+  return part === "block" ? `${prefix}block ${layer}` : `${prefix}${PART_NAMES[part]}`;
 }

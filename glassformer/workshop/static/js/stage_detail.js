@@ -5,6 +5,8 @@
 //   q, k, v, z         h t e  one head: tokens x features
 //   everything else    t d    tokens x the first 64 features
 //   a classifier's     d, c   one vector: the pooled features, or each label's logit
+//                             (stage_vector_detail.js)
+// Which of these a step is comes from its kind (stage_map_words.js, with the words around it).
 // plus the per-token norms the walk payload already holds. Under the heatmap, a view of one
 // token (a row; click one): for q, scores and pattern the query · key sums of one query
 // (query_key.js), for the FFN's activation its most active neurons (ffn_neurons.js), for a
@@ -15,74 +17,24 @@
 import { leadingColumns, slice, unpack } from "./arrays.js";
 import { attentionCanvas, isLargeMap } from "./attention_canvas.js";
 import { el } from "./dom.js";
-import { ffnNeuronsView, isFfnActivation } from "./ffn_neurons.js";
-import { number, percent, quoted, tokenText } from "./format.js";
+import { ffnNeuronsView } from "./ffn_neurons.js";
+import { number, percent, quoted } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
-import { isRouterScores, moeRoutingView } from "./moe_routing.js";
+import { moeRoutingView } from "./moe_routing.js";
 import { normBars } from "./norms.js";
 import { patchAttentionView, queryRow } from "./patch_attention.js";
 import { queryKeyTraces, queryKeyView } from "./query_key.js";
 import { bars } from "./prediction.js";
+import { caption, describeCell, mapKind, tokenLabels } from "./stage_map_words.js";
+import { vectorDetail } from "./stage_vector_detail.js";
 import { axisTokens } from "./stages.js";
 
 const FIRST_FEATURES = 64;
 const THUMB_SIZE = 44; // px
-const WEIGHT_DECIMALS = 3;
-
-const CAPTIONS = {
-  pattern: {
-    beginner: "Each row is a token looking at the others (its columns). Darker: it looks there more. Each row adds up to 1.",
-    other: "Rows are queries (t), columns keys (s); each row sums to 1. Hover a cell for its weight.",
-  },
-  scores: {
-    beginner: "How well each token's question matches each other token. Orange: a good match, blue: a poor one.",
-    other: "Scores before the mask and softmax: rows queries (t), columns keys (s). Hover a cell for its value.",
-  },
-  routing: {
-    beginner: "Each row is a token, each column an expert: how strongly the router sends the token there. " +
-      "Each token goes to its few best experts only.",
-    other: "Rows are tokens (t), columns experts (n): the router's scores. Hover a cell for its value.",
-  },
-  features: {
-    beginner: "Each row is a token; each column is one feature, one of the numbers in its vector. No feature has a " +
-      "meaning anyone chose: together they hold what the model has worked out about the token. Orange: positive, blue: negative.",
-    other: "Rows are tokens, columns features. Hover a cell for its value.",
-  },
-};
-
-function caption(kind, level) {
-  const texts = CAPTIONS[kind];
-  return level === "beginner" ? texts.beginner : texts.other;
-}
-
-function tokenLabels(tokens, count) {
-  return Array.from({ length: count }, (_, i) => (tokens ? tokenText(tokens[i]?.text ?? "?") : String(i)));
-}
 
 /** What each axis of a 2-D slice holds: tokens (t, s) or feature indices. */
 function axes(stage, payload, letters) {
   return letters.map((letter) => ({ letter, tokens: axisTokens(stage, letter, payload) }));
-}
-
-function describeCell(kind, rowAxis, colAxis, head, headLetter) {
-  const name = (axis, i) => (axis.tokens ? `${quoted(axis.tokens[i]?.text ?? "?")} (${i})` : `${i}`);
-  const headText = head === null ? "" : `${headLetter === "g" ? "kv head" : "head"} ${head}: `;
-  if (kind === "pattern") {
-    return (row, col, value) =>
-      `${headText}query ${name(rowAxis, row)} → key ${name(colAxis, col)}: weight ${value.toFixed(WEIGHT_DECIMALS)}`;
-  }
-  if (kind === "scores") {
-    return (row, col, value) => `${headText}query ${name(rowAxis, row)} → key ${name(colAxis, col)}: score ${number(value)}`;
-  }
-  const colName = { v: "vocabulary id", n: "expert" }[colAxis.letter] ?? "feature";
-  return (row, col, value) => `${headText}token ${name(rowAxis, row)}, ${colName} ${col}: ${number(value)}`;
-}
-
-function mapKind(stage) {
-  if (stage.trace.endsWith(".pattern")) return "pattern";
-  if (stage.trace.endsWith(".scores") || stage.trace.endsWith(".capped")) return "scores"; // capped: still scores
-  if (isRouterScores(stage.trace)) return "routing";
-  return "features";
 }
 
 /** The per-token norms of the walk payload (t, or one head's t of h t). */
@@ -107,12 +59,12 @@ function rowView({ stage, payload, level, loadStage }, array, onRow) {
     const view = queryKeyView({ traces, stage, payload, level, loadStage, onQuery: onRow });
     return { element: view.element, show: (head, row) => view.show(head, row) };
   }
-  if (isRouterScores(stage.trace)) {
+  if (stage.kind === "ffn.router_probs") {
     const tokens = axisTokens(stage, "t", payload) ?? [];
     const view = moeRoutingView({ array, tokens, level, loadStage, trace: stage.trace, onToken: onRow });
     return { element: view.element, show: (head, row) => view.show(row) };
   }
-  if (isFfnActivation(stage.trace)) {
+  if (stage.kind === "ffn.act") {
     const tokens = axisTokens(stage, "t", payload) ?? [];
     const view = ffnNeuronsView({ array, tokens, level, onToken: onRow });
     return { element: view.element, show: (head, row) => view.show(row) };
@@ -153,7 +105,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
     return root;
   }
   const letters = stage.shape.split(" ");
-  if (letters.length === 1) return vectorDetail(root, stage, payload, loadStage);
+  if (letters.length === 1) return vectorDetail(root, stage, payload, loadStage, FIRST_FEATURES);
   if (level === "beginner" && stage.trace === "logits" && payload.prediction) return likeliestTokens(root, payload);
   const kind = mapKind(stage);
   const perHead = letters.length === 3;
@@ -266,35 +218,6 @@ function headButtons(array, kind, heads, current, letter, pick) {
     );
   });
   return el("div", { class: "heads", role: "group", "aria-label": "heads" }, buttons);
-}
-
-/** A classifier's one vector (no token axis): the pooled features as one row, or each
- * label's logit and its softmax probability. */
-function vectorDetail(root, stage, payload, loadStage) {
-  const body = el("div", { class: "detail-body" }, el("p", { class: "loading" }, "loading the whole tensor…"));
-  root.append(body);
-  loadStage(stage.trace).then((answer) => {
-    const { values } = unpack(answer.value);
-    if (stage.shape === "c") {
-      const classes = payload.architecture.classifier.classes;
-      const top = Math.max(...values);
-      const exp = Array.from(values, (z) => Math.exp(z - top));
-      const total = exp.reduce((a, b) => a + b, 0);
-      body.replaceChildren(el("p", { class: "detail-caption" }, "One logit z per label; softmax(z) is the probability the prediction panel shows."),
-        el("table", { class: "class-logits" }, classes.map((label, k) =>
-          el("tr", { dataset: { label } }, el("th", {}, label), el("td", {}, `z = ${number(values[k])}`), el("td", {}, percent(exp[k] / total, 2))))));
-    } else {
-      const cols = Math.min(values.length, FIRST_FEATURES);
-      body.replaceChildren(el("p", { class: "detail-caption" }, `One vector for the whole text: its first ${cols} of ${values.length} features.`),
-        heatmap({ values: values.slice(0, cols), rows: 1, cols, rowLabels: ["pooled"], colLabels: tokenLabels(null, cols),
-          rowTitle: "", colTitle: "features", describe: (r, c, v) => `feature ${c}: ${number(v)}` }));
-    }
-    root.dataset.ready = "1";
-  }, (error) => {
-    body.replaceChildren(el("p", { class: "error-inline" }, error.message));
-    root.dataset.ready = "error";
-  });
-  return root;
 }
 
 /** The logit lens at this step's stream: what it would predict after the last token. */
