@@ -129,3 +129,40 @@ def test_the_views_read_the_inlined_modules(browser):
     assert page.evaluate(inflate, block) == [128, 64, 64, 255, 0, 0]
     assert page.evaluate("window.glassformerViews.modules['colours.js'].unitColour(1)") == [8, 48, 107]
     page.close()
+
+
+def test_the_views_run_as_es_modules_over_http(browser, decoder_views):
+    """The assets as the workshop serves them (static/viz/): the browser imports the view and
+    core.js natively, and the view draws from its payload with no inlining."""
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from glassformer.viz.html import _json_for_script
+    from tests.workshop_server import serving
+
+    data = _json_for_script(decoder_views[HeadView].payload())
+    page_html = (
+        '<!doctype html><meta charset="utf-8"><body><div id="gfv-es" class="gfv gfv-head"></div>'
+        f'<script type="application/json" id="gfv-es-data">{data}</script>'
+        '<script type="module">import { start } from "./viz/core.js";'
+        ' import * as head from "./viz/head_view.js";'
+        ' start(document.getElementById("gfv-es"), head);</script></body>'
+    )
+    app = Starlette(
+        routes=[
+            Route("/", lambda request: HTMLResponse(page_html)),
+            Mount("/viz", StaticFiles(directory=ASSETS)),
+        ]
+    )
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    with serving(app) as url:
+        page.goto(url)
+        page.wait_for_selector(".gfv[data-ready]", state="attached", timeout=20_000)
+        assert page.get_attribute(".gfv", "data-error") is None and errors == []
+        assert page.get_attribute(".gfv", "data-min-weight") == "2"  # the overview drew its lines
+        assert page.evaluate("window.glassformerViews") is None  # nothing installed on window
+    page.close()

@@ -3,8 +3,9 @@
  *
  * All lines go on one canvas (thousands of SVG elements would not open fast at 512
  * tokens): per head, lines are bucketed by opacity into 32 Path2D objects and stroked
- * once per bucket. Weights under 2/255 are skipped: at canvas alpha resolution they draw
- * nothing. Layers are inflated from their deflated uint8 blocks when first shown.
+ * once per bucket (lines.js, which the workshop's lines walk the weights with too). Weights
+ * under 2/255 are skipped: at canvas alpha resolution they draw nothing. Layers are inflated
+ * from their deflated uint8 blocks when first shown (payload.js).
  */
 
 import * as core from "./core.js";
@@ -71,7 +72,6 @@ class HeadView {
   }
 
   body(parent) {
-    
     const grid = parent.appendChild(core.el("div", "gfv-lines"));
     grid.style.setProperty("--gfv-row", this.row + "px");
     this.left = this.column(grid, this.queries, "left", "query");
@@ -83,7 +83,6 @@ class HeadView {
   }
 
   column(grid, tokens, side, role) {
-    
     const column = grid.appendChild(core.el("div", "gfv-col gfv-col-" + side));
     const cells = tokens.map((token, i) => {
       const cell = column.appendChild(core.el("div", "gfv-tok", core.label(token)));

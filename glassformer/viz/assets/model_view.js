@@ -57,7 +57,6 @@ class ModelView {
 
   // weight 0 [white .. dark blue] 1, and the grey of masked cells
   legend() {
-    
     const legend = core.el("div", "gfv-legend gfv-bar");
     const strip = core.canvas(120, 10);
     const ctx = strip.getContext("2d");
@@ -111,7 +110,6 @@ class ModelView {
   }
 
   makePanel() {
-    
     const panel = core.el("div", "gfv-panel");
     const head = panel.appendChild(core.el("div", "gfv-panel-head"));
     this.panelTitle = head.appendChild(core.el("span", "gfv-panel-title"));

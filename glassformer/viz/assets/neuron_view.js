@@ -46,7 +46,6 @@ class NeuronView {
   }
 
   queryChips(parent) {
-    
     return this.queries.map((token, i) => {
       const chip = parent.appendChild(core.el("div", "gfv-tok gfv-chip", core.label(token)));
       chip.title = `query #${i} ${core.quoted(token)}`;

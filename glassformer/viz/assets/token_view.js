@@ -65,7 +65,6 @@ class TokenView {
 
   // Position of v on the score's scale: [0, 1] sequential, [-1, 1] diverging.
   colour(score, v) {
-    
     if (score.scale === "diverging") {
       const reach = v < score.center ? score.center - score.vmin : score.vmax - score.center;
       return core.diverging((v - score.center) / (reach || 1));
@@ -80,7 +79,6 @@ class TokenView {
   }
 
   paint(panel, n) {
-    
     const score = this.p.scores[n];
     const values = this.values[n];
     panel.score = n;
@@ -100,7 +98,6 @@ class TokenView {
   }
 
   drawLegend(panel, score) {
-    
     const width = 160;
     const strip = core.canvas(width, 12);
     const ctx = strip.getContext("2d");
