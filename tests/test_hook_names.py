@@ -27,8 +27,6 @@ FIELD = "{}"  # what an f-string's field reads as in the scan
 # a block's hook name at the start of a string, or right after a field (a stack prefix)
 BLOCK_NAME = re.compile(r"(?:^|\{\})(?:(?:encoder|decoder)\.)?blocks\.(?:\{\}|\d+|\*)(?:\.|$)")
 HOME = {"nn/hooks.py"}  # the helper's own module
-# Modules edited elsewhere while issue 29 landed; each moves to `hook_name` and leaves this set.
-PENDING = {"workshop/walk/architecture.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -72,11 +70,11 @@ def hand_built_names(source: str) -> list[tuple[int, str]]:
 
 
 def scan(package: Path = PACKAGE) -> dict[str, list[tuple[int, str]]]:
-    """{module path: hand-built names} over the package, the helper's home and PENDING left out."""
+    """{module path: hand-built names} over the package, the helper's home left out."""
     out = {}
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        if rel in HOME | PENDING:
+        if rel in HOME:
             continue
         if found := hand_built_names(path.read_text()):
             out[rel] = found

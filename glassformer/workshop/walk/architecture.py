@@ -29,16 +29,20 @@ import re
 from typing import Any
 
 from glassformer.config import ModelConfig
+from glassformer.nn.hooks import hook_name
 from glassformer.nn.positions import RotaryEmbedding, alibi_slopes
+from glassformer.workshop.walk.model_words import model_words
 from glassformer.workshop.walk.stage_catalogue import describe
 from glassformer.workshop.walk.stage_words import POSITION_NAMES, Context, attention_kind
 
 
 def summary(config: ModelConfig) -> dict[str, Any]:
-    """The architecture in a few fields: what the page shows next to the diagram, and every
-    constant its equations (static/js/equations.js) need to be this model's own."""
+    """The architecture in a few fields: what the page shows next to the diagram (its plain
+    words too, `model_words`), and every constant its equations (static/js/equations.js) need
+    to be this model's own."""
     return {
         "family": config.family,
+        "words": model_words(config),  # what it is, its blocks, its norms' place: shown as they are
         "stacks": [stack._asdict() for stack in config.stacks],
         "capabilities": {  # what the page asks instead of the family's name
             "has_lm_head": config.has_lm_head,
@@ -217,13 +221,12 @@ def _parse(name: str) -> tuple[str, int | None, bool, str]:
 def _group(name: str, stack: str, layer: int | None, kind: str) -> str:
     """The part of the walk a step belongs to: a stack's embedding, one of its blocks, its end
     (the final norm), or the model's output."""
-    prefix = f"{stack}." if stack else ""
-    if layer is not None:
-        return f"{prefix}blocks.{layer}"
+    if layer is not None:  # a block: the prefix of its hook names ("decoder.blocks.1")
+        return hook_name("", layer, stack)
     if kind.startswith("embed."):
         return stack or "embed"
     if kind == "final_norm":
-        return f"{prefix}final"
+        return f"{stack}.final" if stack else "final"
     return "output"
 
 

@@ -16,6 +16,7 @@ Payload (version 1)::
      "read": the text the generating stack reads, decoded (real characters, not token labels),
      "architecture": architecture.summary(config), "stages": [stage + "value"] (each stage
      with its stack, layer, kind and cross: `architecture.stages`),
+     "tour": the beginner tour's sentences (`model_words.tour_words`),
      "prediction": {"steps": [...], "token": {"id", "text"}} | null,
      "classification": {"classes": [{"label", "logit", "p"}], "label": int} | null,
      "masked": an MLM encoder's words at each mask token (`masked.masked_prediction`) | null,
@@ -43,6 +44,7 @@ from glassformer.workshop.walk.architecture import stages, summary
 from glassformer.workshop.walk.arrays import PACKED_BYTES, pack, pack_unit
 from glassformer.workshop.walk.images import image_payload
 from glassformer.workshop.walk.masked import masked_prediction
+from glassformer.workshop.walk.model_words import tour_words
 from glassformer.workshop.walk.pass_input import PassInput
 from glassformer.workshop.walk.prediction import next_token
 
@@ -96,6 +98,7 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         "decoder_characters": [] if decoder_ids is None else inputs.character_groups(decoder_ids),
         "architecture": summary(lm.config),
         "stages": [{**s, "value": values.get(s["trace"])} for s in plan],
+        "tour": tour_words(lm.config),
         "prediction": None
         if classifier
         else _prediction(lm, ids, decoder_ids, output, settings, step=len(given.generated)),

@@ -1,27 +1,11 @@
 // The model in a few lines, from payload.architecture (architecture.summary(config)):
 // plain words for beginners; the numbers, the heads and the stream's norm layer by layer
-// above that; the config's own field names in advanced.
+// above that; the config's own field names in advanced. The words come with the payload
+// (architecture.words, glassformer/workshop/walk/model_words.py): this module shows them.
 
 import { unpack } from "./arrays.js";
 import { el, svg } from "./dom.js";
 import { count, number } from "./format.js";
-
-const FAMILY_WORDS = {
-  decoder: "a decoder (like GPT): it reads the text left to right and predicts the next token",
-  encoder: "an encoder (like BERT): it reads the whole text at once, in both directions, and makes one vector per token",
-  encoder_decoder:
-    "an encoder-decoder (like T5): the encoder reads your text, and the decoder writes, looking back at the encoder through cross-attention",
-};
-
-const VISION_WORDS = "a vision transformer (ViT): it cuts an image into small patches, reads them all at once as tokens, and gives the image a label";
-
-// where a block's norms sit (config.norm_placement)
-const PLACEMENTS = {
-  pre: "pre-norm: before each sublayer",
-  post: "post-norm: after each residual add",
-  sandwich: "a sandwich: before and after each sublayer",
-  output: "on each sublayer's output, before the add",
-};
 
 const CHART_HEIGHT = 60; // px
 const CHART_BAR = 12; // px per layer
@@ -41,10 +25,6 @@ function imageText(v) {
   return `${v.channels} × ${v.image_size} × ${v.image_size} pixels in ${v.patches} patches of ${v.patch_size} × ${v.patch_size}; [CLS] + ${v.patches} = ${v.patches + 1} tokens`;
 }
 
-function layers(arch) {
-  return arch.stacks.map((s) => `${s.layers} ${s.name ? `${s.name} ` : ""}block${s.layers === 1 ? "" : "s"}`).join(" and ");
-}
-
 function headsText(a) {
   if (a.kind === "MHA") return `${a.heads} heads of ${a.d_head} dimensions (multi-head attention: each head has its own queries, keys and values)`;
   const each = a.heads / a.kv_heads;
@@ -56,19 +36,21 @@ function facts(arch, model, level) {
   const norm = arch.norm === "rmsnorm" ? "RMSNorm" : "LayerNorm";
   const rows = [
     ["family", arch.family.replace("_", "-")],
-    ["blocks", layers(arch)],
+    ["blocks", arch.words.blocks],
     ["d_model", arch.d_model],
     ["attention", headsText(a)],
     ["feed-forward", `${arch.ffn.activation}${arch.ffn.gated ? " (gated)" : ""}, d_ff = ${arch.ffn.d_ff}`],
     ["positions", arch.positions_text],
-    ["norm", `${norm}, ${PLACEMENTS[arch.placement] ?? arch.placement}`],
+    ["norm", `${norm}, ${arch.words.placement}`],
     arch.vision ? ["image", imageText(arch.vision)] : ["vocabulary", `${arch.vocab_size.toLocaleString("en")} tokens`],
   ];
   const limits = [windowWords(a), a.softcap ? `scores soft-capped at ±${a.softcap}` : "", arch.head?.softcap ? `logits soft-capped at ±${arch.head.softcap}` : ""];
   if (limits.some(Boolean)) rows.push(["limits", limits.filter(Boolean).join("; ")]);
   if (model) rows.push(["parameters", count(model.parameters)], ["max_seq_len", model.max_seq_len.toLocaleString("en")]);
   if (level === "advanced") {
-    rows.push(["config", `n_heads=${a.heads} n_kv_heads=${a.kv_heads} d_head=${a.d_head} positions=${arch.positions} norm=${arch.norm} norm_placement=${arch.placement} activation=${arch.ffn.activation}`]);
+    const heads = `n_heads=${a.heads} n_kv_heads=${a.kv_heads} d_head=${a.d_head}`;
+    const rest = `positions=${arch.positions} norm=${arch.norm} norm_placement=${arch.placement} activation=${arch.ffn.activation}`;
+    rows.push(["config", `${heads} ${rest}`]);
   }
   return el("dl", { class: "facts" }, rows.flatMap(([name, value]) => [el("dt", {}, name), el("dd", {}, String(value))]));
 }
@@ -97,8 +79,9 @@ function normChart(name, points) {
     bar.append(svg("title", {}, document.createTextNode(`${point.label === "emb" ? "after the embedding" : `after block ${point.label}`}: mean ‖x‖ ${number(point.mean)}`)));
     chart.append(bar);
   });
-  return el("figure", { class: "layer-norms" }, chart,
-    el("figcaption", {}, `${name ? `${name}: ` : ""}mean ‖x‖ of the residual stream after the embedding and after each block (${number(points[0].mean, 3)} → ${number(points[points.length - 1].mean, 3)})`));
+  const [first, last] = [number(points[0].mean, 3), number(points[points.length - 1].mean, 3)];
+  const caption = `mean ‖x‖ of the residual stream after the embedding and after each block (${first} → ${last})`;
+  return el("figure", { class: "layer-norms" }, chart, el("figcaption", {}, `${name ? `${name}: ` : ""}${caption}`));
 }
 
 /** The chart of one stack's stream ("" for a one-stack model): the tour's "other blocks". */
@@ -112,9 +95,8 @@ export function renderArchitecture(container, payload, model, level) {
   const arch = payload.architecture;
   const name = payload.model || model?.name || "this model";
   if (level === "beginner") {
-    container.replaceChildren(el("p", { class: "plain" },
-      el("strong", {}, name), ` is ${arch.vision ? VISION_WORDS : FAMILY_WORDS[arch.family] ?? arch.family}. It has ${layers(arch)}, each with attention and a small feed-forward network` +
-      `${model ? `, and ${count(model.parameters)} numbers (parameters) learned in training` : ""}.`));
+    const size = model ? arch.words.parameters.replace("{parameters}", count(model.parameters)) : "";
+    container.replaceChildren(el("p", { class: "plain" }, el("strong", {}, name), ` ${arch.words.plain}${size}.`));
     return;
   }
   const charts = [...streamNorms(payload.stages)].map(([stack, points]) => normChart(stack, points));

@@ -17,7 +17,10 @@ import { lessonLinks } from "./walk.js";
 
 // the steps of a first block the tour stops at: all of attention and the FFN for the model's
 // only (or first) stack; the three that matter for a second one (the decoder)
-const FULL_BLOCK = ["attn.in", "attn.q", "attn.k", "attn.scores", "attn.pattern", "attn.out", "resid_mid", "ffn.hidden", "ffn.act", "ffn.out", "resid_post"];
+const FULL_BLOCK = [
+  "attn.in", "attn.q", "attn.k", "attn.scores", "attn.pattern", "attn.out",
+  "resid_mid", "ffn.hidden", "ffn.act", "ffn.out", "resid_post",
+];
 const SHORT_BLOCK = ["attn.pattern", "cross:attn.pattern", "ffn.act", "resid_post"];
 const FIRST_STACK_BLOCK = ["attn.pattern", "ffn.act", "resid_post"]; // an encoder-decoder's encoder
 const NORM_KINDS = new Set(["attn.in", "ffn.in", "final_norm"]);
@@ -57,6 +60,14 @@ export function tourStops(payload) {
 }
 
 // what the numbers mean -------------------------------------------------------------------
+// The sentences come with the payload (payload.tour, glassformer/workshop/walk/model_words.py);
+// a {field} of one is this input's number, filled here.
+
+/** payload.tour's ``template`` with each {field} replaced by values[field]. */
+function fill(template, values) {
+  return template.replace(/\{(\w+)\}/g, (_, field) => String(values[field]));
+}
+
 function meanNorm(stage) {
   const packed = stage?.value?.norms;
   if (!packed) return null;
@@ -70,54 +81,51 @@ function normWords(stop, payload) {
   const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(s.kind));
   const [from, to] = [meanNorm(before), meanNorm(stop.stage)];
   if (from === null || to === null) return "";
-  const name = payload.architecture.norm === "rmsnorm" ? "RMSNorm divides each vector by the root of its mean square" : "LayerNorm subtracts each vector's mean and divides by its spread";
-  return `Why the sizes change: ${name}, then multiplies each feature by a learned weight. The vectors' average length goes from ${number(from, 3)} to ${number(to, 3)}: the stream may grow large, but what enters the next layer always has a steady size.`;
+  return fill(payload.tour.norm, { before: number(from, 3), after: number(to, 3) });
 }
 
-function featureWords(stop) {
+function featureWords(stop, words) {
   const d = stop.stage?.value?.shape?.at(-1);
-  if (!d) return "";
-  return `Each token's vector here has ${d.toLocaleString("en")} numbers, its features. No single feature has a meaning anyone chose: together they encode what the model has worked out about the token so far. Open its numbers to see the first ones: orange positive, blue negative.`;
+  return d ? fill(words.features, { features: d.toLocaleString("en") }) : "";
 }
 
-function maskedWords(masked) {
-  const rows = masked.positions.slice(0, 5);
-  return [
-    el("p", { class: "step-explain" }, masked.masked
-      ? `At each ${masked.mask_token} the model's likeliest words:`
-      : "The likeliest word at the first positions (with no mask token in the text, the model sees each word itself):"),
-    el("ol", { class: "tour-top" }, rows.map((row) => el("li", {}, `position ${row.position}: `, el("span", { class: "tour-token" }, quoted(row.top[0].token)), ` ${percent(row.top[0].p, 1)}`))),
-  ];
+function maskedWords(masked, words) {
+  const lead = masked.masked ? fill(words.masked, { mask: masked.mask_token }) : words.unmasked;
+  const row = ({ position, top }) =>
+    el("li", {}, fill(words.position, { position }), el("span", { class: "tour-token" }, quoted(top[0].token)), ` ${percent(top[0].p, 1)}`);
+  return [el("p", { class: "step-explain" }, lead), el("ol", { class: "tour-top" }, masked.positions.slice(0, 5).map(row))];
 }
 
 function logitWords(payload) {
   const prediction = payload.prediction;
-  if (payload.masked) return maskedWords(payload.masked);
+  if (payload.masked) return maskedWords(payload.masked, payload.tour);
   if (!prediction) return null;
-  const vocab = payload.architecture.vocab_size.toLocaleString("en");
   const top = prediction.steps[0].top.slice(0, 5);
   return [
-    el("p", { class: "step-explain" }, `Every one of the ${vocab} tokens gets a score (a logit); the softmax turns the scores into probabilities. The highest for the next token:`),
+    el("p", { class: "step-explain" }, payload.tour.logits),
     el("ol", { class: "tour-top" }, top.map((e) => el("li", {}, el("span", { class: "tour-token" }, quoted(e.token)), ` ${percent(e.p, 1)}`))),
   ];
 }
 
 function sampleWords(payload) {
+  const words = payload.tour;
   const { settings, token, steps } = payload.prediction;
-  const last = steps[steps.length - 1];
-  const how = settings.greedy
-    ? "With temperature 0 the likeliest token is taken."
-    : `Temperature ${settings.temperature}${settings.top_k ? `, top-k ${settings.top_k}` : ""}${settings.top_p < 1 ? `, top-p ${settings.top_p}` : ""}: ${last.kept.toLocaleString("en")} tokens stay possible, and one is drawn at random by its probability (seed ${settings.seed}).`;
+  const how = settings.greedy ? words.greedy : fill(words.sampled, {
+    temperature: settings.temperature,
+    top_k: settings.top_k ? fill(words.top_k, settings) : "",
+    top_p: settings.top_p < 1 ? fill(words.top_p, settings) : "",
+    kept: steps[steps.length - 1].kept.toLocaleString("en"),
+    seed: settings.seed,
+  });
   return [
     el("p", { class: "step-explain" }, how),
-    el("p", { class: "step-explain tour-drawn" }, "The next token: ", el("span", { class: "tour-token" }, quoted(token.text))),
+    el("p", { class: "step-explain tour-drawn" }, words.drawn, el("span", { class: "tour-token" }, quoted(token.text))),
   ];
 }
 
 function othersWords(stop, payload) {
-  const n = stop.blocks.length;
   return [
-    el("p", { class: "step-explain" }, `The other ${n - 1} blocks do the same: each reads the stream, lets the tokens look at each other, runs its feed-forward layer, and adds what it found. Their weights differ, so each block adds something else. The chart shows how the stream grows, block after block; the picture of the whole model above opens any block.`),
+    el("p", { class: "step-explain" }, fill(payload.tour.others, { others: stop.blocks.length - 1 })),
     streamNormChart(payload.stages, stop.blocks[0].stack),
   ];
 }
@@ -127,21 +135,22 @@ function stopNotes(stop, payload) {
   if (stop.kind === "others") return othersWords(stop, payload);
   if (stop.kind === "sample") return sampleWords(payload);
   const { kind } = stop.stage;
+  const why = (text) => el("p", { class: "step-explain tour-why" }, text);
   const notes = [el("p", { class: "step-explain" }, stop.stage.words)];
   if (kind === "logits") notes.push(...(logitWords(payload) ?? []));
-  else if (NORM_KINDS.has(kind)) notes.push(el("p", { class: "step-explain tour-why" }, normWords(stop, payload)));
-  else if (kind === "embed.tokens" || kind === "ffn.out") notes.push(el("p", { class: "step-explain tour-why" }, featureWords(stop)));
-  else if (kind === "attn.pattern") notes.push(el("p", { class: "step-explain tour-why" }, `Open this stop to see one head at a time: this model has ${payload.architecture.attention.heads} heads per block, each with its own queries and keys, so each looks for something else.`));
+  else if (NORM_KINDS.has(kind)) notes.push(why(normWords(stop, payload)));
+  else if (kind === "embed.tokens" || kind === "ffn.out") notes.push(why(featureWords(stop, payload.tour)));
+  else if (kind === "attn.pattern") notes.push(why(payload.tour.heads));
   return notes;
 }
 
-function stopTitle(stop, payload) {
-  if (stop.kind === "others") return `the other ${stop.blocks.length - 1} blocks do the same`;
-  if (stop.kind === "sample") return "pick the next token";
+function stopTitle(stop, words) {
+  if (stop.kind === "others") return fill(words.others_title, { others: stop.blocks.length - 1 });
+  if (stop.kind === "sample") return words.sample_title;
   const { kind, cross, stack, layer } = stop.stage;
-  const title = plainTitle(stop.stage, cross);
-  const where = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : stack && kind.startsWith("embed") ? `${stack}: ` : "";
-  return where + title;
+  const block = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : "";
+  const where = block || (stack && kind.startsWith("embed") ? `${stack}: ` : "");
+  return where + plainTitle(stop.stage, cross);
 }
 
 /**
@@ -161,14 +170,14 @@ export function renderTour(container, view) {
       onclick: openable ? () => view.onSelect(isOpen ? "" : stop.id) : null,
     },
     el("span", { class: "tour-number" }, `${i + 1}`),
-    el("span", { class: "step-title" }, stopTitle(stop, payload)),
-    openable ? el("span", { class: "tour-open" }, isOpen ? "hide the numbers" : "see the numbers") : null);
+    el("span", { class: "step-title" }, stopTitle(stop, payload.tour)),
+    openable ? el("span", { class: "tour-open" }, isOpen ? payload.tour.close : payload.tour.open) : null);
     return el("li", { class: `step tour-stop${isOpen ? " selected" : ""}`, dataset: { stage: stop.id, kind: stop.kind } },
       head, stopNotes(stop, payload), stop.stage ? lessonLinks(view.lessonsFor?.(stop.kind) ?? []) : null,
       isOpen ? view.detailFor(stop.stage) : null);
   });
   container.replaceChildren(
-    el("p", { class: "hint tour-intro" }, `A tour of the forward pass in ${stops.length} stops. The intermediate and advanced levels show all ${payload.stages.length} steps.`),
+    el("p", { class: "hint tour-intro" }, fill(payload.tour.intro, { stops: stops.length, steps: payload.stages.length })),
     el("ol", { class: "steps tour" }, cards),
   );
 }
