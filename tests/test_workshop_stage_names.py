@@ -46,7 +46,6 @@ PENDING = {
         'else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2'
         ' || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);',
     ),
-    ("js/stages.js", 'if (!stage.trace || !stage.trace.endsWith(".pattern")) continue;'),
     ("js/moe_routing.js", "return trace.replace(/router_probs$/, local);"),
 }
 

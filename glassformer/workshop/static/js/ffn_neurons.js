@@ -15,11 +15,6 @@ const MAX_COLUMN = 18; // px per token
 const MIN_COLUMN = 3;
 const LABEL_MIN_COLUMN = 10; // narrower columns go without a token under them
 
-/** Whether a trace name is an FFN's activation (t f). */
-export function isFfnActivation(trace) {
-  return /\.ffn\.act$/.test(trace ?? "");
-}
-
 /** The ``count`` indices of the largest values, largest first. */
 function top(values, count) {
   const order = Array.from(values, (_, n) => n);

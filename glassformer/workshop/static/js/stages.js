@@ -46,7 +46,7 @@ export function axisTokens(stage, letter, payload) {
 export function attentionParts(stages) {
   const parts = new Map();
   for (const stage of stages) {
-    if (!stage.trace || !stage.trace.endsWith(".pattern")) continue;
+    if (!stage.trace || stage.kind !== "attn.pattern") continue;
     const { stack, layer, cross } = stage;
     const key = `${stack}:${cross ? "cross" : "self"}`;
     if (!parts.has(key)) {
