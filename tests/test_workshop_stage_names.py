@@ -1,4 +1,4 @@
-r"""The page parses no stage name: `architecture._parse` is the one parser, on the server, and
+r"""The page parses no stage name: `architecture.name_parts` is the one parser, on the server, and
 each stage of the payload carries what its name says (stack, layer, kind, cross).
 
 The scan reads every module the page imports (`module_graph.imported`, as the page is
@@ -36,18 +36,11 @@ TAKEN_APART = [
     # s.id.endsWith("embed.out"), stage.trace.startsWith(...), stage.id.replace(/\.pattern$/, "")
     re.compile(_NAME + r"\??\.(?:endsWith|startsWith|includes|replace|replaceAll|slice|(?:lastI|i)ndexOf)\("),
     re.compile(r"/[^/\n]*\(attn\|cross_attn\)"),  # /\.(attn|cross_attn)$/: an attention read out of a path
-]
-
-# Lines of modules other changes are still moving to the stage's fields; each is exempt as
-# written here only (the same test on another line, or in another module, is caught).
-PENDING = {
-    (
-        "js/tour.js",
-        'else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2'
-        ' || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);',
+    re.compile(r"/[^/\n]*blocks\\\.\(\\d"),  # /blocks\.(\d+)\.resid_post$/: a block number read from a name
+    re.compile(
+        r"\b(?:id|last|name|layer)\??\.(?:endsWith|startsWith)\(\"(?:\w+\.)*(?:attn|ffn|embed|tour)\b"
     ),
-    ("js/moe_routing.js", "return trace.replace(/router_probs$/, local);"),
-}
+]
 
 
 def _page_modules() -> list[tuple[str, str]]:
@@ -66,6 +59,10 @@ def test_the_scan_reads_the_page_and_catches_a_parser():
         'const [stack] = stage.id.split(".");',
         "return trace?.match(OPENS_ON)?.[1];",
         "if (/cross_attn/.test(stage.id)) return;",
+        "const block = name.match(/blocks\\.(\\d+)\\.resid_post$/);",
+        'row.layer.replace(/^.*blocks\\.(\\d+)\\.resid_post$/, "block $1")',
+        'reveal.reached((id) => id.endsWith("attn.pattern"));',
+        'if (upto < 0 && last.endsWith("tour.others")) {',
         'const stream = embed.stages.find((s) => s.id.endsWith("embed.out"));',
         'const base = stage.id.replace(/\\.pattern$/, "");',
         'if (stage.trace.endsWith(".scores") || stage.trace.endsWith(".capped")) return "scores";',
@@ -88,7 +85,7 @@ def test_no_page_module_takes_a_stage_name_apart():
         f"{path}:{number}: {line.strip()}"
         for path, source in _page_modules()
         for number, line in enumerate(source.splitlines(), 1)
-        if any(p.search(line) for p in TAKEN_APART) and (path, line.strip()) not in PENDING
+        if any(p.search(line) for p in TAKEN_APART)
     ]
     assert not found, "the page reads stack, layer, kind and cross from the stage:\n" + "\n".join(found)
 
@@ -98,7 +95,7 @@ def test_each_stage_says_what_its_name_says(family):
     plan = stages(gf.build(tiny(family=family)))
     for stage in plan:
         if stage["trace"] is not None:  # a hook point: its name read by the one parser
-            stack, layer, cross, kind = architecture._parse(stage["id"])
+            stack, layer, cross, kind = architecture.name_parts(stage["id"])
             said = (stage["stack"], stage["layer"], stage["cross"], stage["kind"])
             assert said == (stack, layer, cross, kind)
     masks = [s for s in plan if s["kind"] == "attn.mask"]

@@ -176,7 +176,7 @@ def _head(config: ModelConfig) -> dict[str, Any]:
 def stages(net) -> list[dict[str, Any]]:
     """Every step of ``net``'s forward pass, in order: its own hook points (and the mask, which
     has none), each described by the stage catalogue (`stage_catalogue.describe`): id, group,
-    trace name, what its name says (`_parse`: stack, layer, kind, cross; the page parses no
+    trace name, what its name says (`name_parts`: stack, layer, kind, cross; the page parses no
     name), title, plain title, words, shape letters, equation, code location."""
     config = net.config
     causal = {stack.name: stack.causal for stack in config.stacks}
@@ -187,7 +187,7 @@ def stages(net) -> list[dict[str, Any]]:
     for name in net.hook_points:
         if not _listed(name, config):
             continue
-        stack, layer, cross, kind = _parse(name)
+        stack, layer, cross, kind = name_parts(name)
         ctx = Context(config, causal=causal.get(stack, False) and not cross, cross=cross, layer=layer)
         out.append(_stage(name, _group(name, stack, layer, kind), name, kind, ctx, stack))
         if kind == masked_after and (ctx.causal or ctx.window):
@@ -210,7 +210,7 @@ def _listed(name: str, config: ModelConfig) -> bool:
 _NAME = re.compile(r"^(?:(encoder|decoder)\.)?(?:blocks\.(\d+)\.)?(.+)$")
 
 
-def _parse(name: str) -> tuple[str, int | None, bool, str]:
+def name_parts(name: str) -> tuple[str, int | None, bool, str]:
     """ "decoder.blocks.1.cross_attn.q" -> ("decoder", 1, True, "attn.q"): the one parser of a
     stage's name; each stage carries what it says (`_stage`), so the page parses none."""
     stack, layer, rest = _NAME.match(name).groups()

@@ -8,7 +8,10 @@ encoder-decoder, generated tokens, the heads' interventions). The compare view a
 two models.
 
     {"layers": ["embed.out", "blocks.0.resid_post", ...], "token": {"id", "text"},
-     "rows": [{"layer", "top": [{"id", "text", "p"}], "rank", "p", "entropy"}]}
+     "rows": [{"layer", "block", "top": [{"id", "text", "p"}], "rank", "p", "entropy"}]}
+
+``block`` is the layer's block number (None for the embeddings), read from its name by the
+one parser of a stage's name (`architecture.name_parts`), so the page takes no name apart.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import torch
 
 from glassformer.inspect.logit_lens import logit_lens
+from glassformer.workshop.walk.architecture import name_parts
 from glassformer.workshop.walk.pass_input import PassInput
 
 TOP = 3  # tokens shown per layer
@@ -41,6 +45,7 @@ def lens(given: PassInput) -> dict[str, Any]:
         rows.append(
             {
                 "layer": name,
+                "block": name_parts(name)[1],
                 "top": top,
                 "rank": int(seen.target_ranks[layer, -1]),
                 "p": float(seen.target_probs[layer, -1]),

@@ -46,7 +46,7 @@ function chart(title, sides, value, { log = false, unit = "" } = {}) {
 
 function table(side, i, advanced) {
   const rows = side.lens.rows.map((row) => el("tr", { class: "cmp-row", dataset: { layer: row.layer, rank: row.rank, entropy: row.entropy } },
-    el("th", { scope: "row" }, advanced ? row.layer : row.layer.replace(/^.*blocks\.(\d+)\.resid_post$/, "block $1").replace(/^.*embed\.out$/, "embeddings")),
+    el("th", { scope: "row" }, advanced ? row.layer : row.block === null ? "embeddings" : `block ${row.block}`),
     el("td", {}, `${quoted(row.top[0].text)} ${percent(row.top[0].p, 0)}`),
     el("td", { class: row.rank === 1 ? "lens-first" : "" }, `#${row.rank}`),
     el("td", {}, `${number(row.entropy, 2)} nats`)));

@@ -5,16 +5,16 @@
 import { el } from "./dom.js";
 import { number, percent, quoted } from "./format.js";
 
-function layerName(name) {
-  const block = name.match(/blocks\.(\d+)\.resid_post$/);
-  return block ? `after block ${block[1]}` : "embeddings";
+/** A lens row's layer in words: "after block 3", or "embeddings" (row.block null). */
+export function layerWords(row) {
+  return row.block === null ? "embeddings" : `after block ${row.block}`;
 }
 
 /** A table of the lens in `node`; `level` adds trace names and probabilities. */
 export function renderLens(node, lens, level) {
   const advanced = level === "advanced";
   const rows = lens.rows.map((row) => el("tr", { class: "lens-row", dataset: { layer: row.layer, rank: row.rank } },
-    el("th", { scope: "row" }, advanced ? row.layer : layerName(row.layer)),
+    el("th", { scope: "row" }, advanced ? row.layer : layerWords(row)),
     el("td", {}, row.top.map((t) => el("span", { class: "lens-token", dataset: { id: t.id }, title: `id ${t.id}` }, `${quoted(t.text)} ${percent(t.p, 0)}`))),
     el("td", { class: row.rank === 1 ? "lens-rank lens-first" : "lens-rank" }, `#${row.rank}${advanced ? ` (${percent(row.p, 1)})` : ""}`),
     el("td", { class: "lens-entropy", title: "entropy of this layer's distribution: 0 nats = certain" }, `${number(row.entropy, 2)} nats`),

@@ -13,14 +13,10 @@ import { number, quoted, tokenText } from "./format.js";
 const BAR_WIDTH = 140; // px for a score of 1
 const CAPACITY_FACTOR = 1.25; // glassformer/nn/moe.py CAPACITY_FACTOR: room for 1.25 even shares
 
-/** Whether a trace name holds a mixture's router scores (t n). */
-export function isRouterScores(trace) {
-  return /\.ffn\.router_probs$/.test(trace ?? "");
-}
-
-/** The trace name of a sibling step of the same mixture: "experts", "expert_weights". */
-function sibling(trace, local) {
-  return trace.replace(/router_probs$/, local);
+/** The trace names of the router's sibling steps in the same block: {experts, weights}. */
+export function routingTraces(router, stages) {
+  const sibling = (kind) => stages.find((s) => s.group === router.group && s.kind === kind)?.trace;
+  return { experts: sibling("ffn.experts"), weights: sibling("ffn.expert_weights") };
 }
 
 function scoreBars(scores, chosen, weights, level) {
@@ -63,10 +59,10 @@ function loadBars(chosen, experts, tokens) {
 }
 
 /**
- * options: {array (t n router scores), tokens, level, loadStage(name) -> Promise, trace, onToken(row)}
+ * options: {array (t n router scores), tokens, level, loadStage(name) -> Promise, traces (routingTraces), onToken(row)}
  * Returns {element, show(row)}.
  */
-export function moeRoutingView({ array, tokens, level, loadStage, trace, onToken }) {
+export function moeRoutingView({ array, tokens, level, loadStage, traces, onToken }) {
   const [t, n] = array.shape;
   const element = el("div", { class: "moe-routing" }, el("p", { class: "loading" }, "loading the routing…"));
   let routing = null;
@@ -94,7 +90,7 @@ export function moeRoutingView({ array, tokens, level, loadStage, trace, onToken
     element.dataset.token = row;
     element.dataset.ready = "1";
   };
-  Promise.all([loadStage(sibling(trace, "experts")), loadStage(sibling(trace, "expert_weights"))]).then(
+  Promise.all([loadStage(traces.experts), loadStage(traces.weights)]).then(
     ([experts, weights]) => {
       routing = { chosen: unpack(experts.value), weights: unpack(weights.value) };
       draw();

@@ -14,7 +14,7 @@ const BACK_KEYS = ["ArrowLeft", "PageUp"];
 
 /**
  * bar: the element that holds the buttons and the counter. onChange(): called after a step
- * is shown or hidden. Returns {setStages(stages), apply(walk), goTo(id), lastShown(), done(), reached(test)}.
+ * is shown or hidden. Returns {setStages(stages), apply(walk), goTo(id), lastShown(), lastStep(), done(), reached(test)}.
  */
 export function createReveal(bar, onChange) {
   let ids = [];
@@ -122,13 +122,17 @@ export function createReveal(bar, onChange) {
     lastShown() {
       return ids[shown - 1] ?? "";
     },
+    /** The last step shown: a stage, or a tour's stop (its kind "others" holds its blocks). */
+    lastStep() {
+      return steps[shown - 1] ?? null;
+    },
     /** Whether every step is out. */
     done() {
       return shown >= ids.length;
     },
-    /** Whether a step ``test(id)`` holds for is out already. */
+    /** Whether a step ``test(step)`` holds for is out already (a stage or a tour's stop). */
     reached(test) {
-      return ids.slice(0, shown).some(test);
+      return steps.slice(0, shown).some(test);
     },
   };
 }

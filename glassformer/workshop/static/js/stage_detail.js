@@ -20,7 +20,7 @@ import { el } from "./dom.js";
 import { ffnNeuronsView } from "./ffn_neurons.js";
 import { number, percent, quoted } from "./format.js";
 import { heatmap, thumbnail } from "./heatmap.js";
-import { moeRoutingView } from "./moe_routing.js";
+import { moeRoutingView, routingTraces } from "./moe_routing.js";
 import { normBars } from "./norms.js";
 import { patchAttentionView, queryRow } from "./patch_attention.js";
 import { queryKeyTraces, queryKeyView } from "./query_key.js";
@@ -61,7 +61,7 @@ function rowView({ stage, payload, level, loadStage }, array, onRow) {
   }
   if (stage.kind === "ffn.router_probs") {
     const tokens = axisTokens(stage, "t", payload) ?? [];
-    const view = moeRoutingView({ array, tokens, level, loadStage, trace: stage.trace, onToken: onRow });
+    const view = moeRoutingView({ array, tokens, level, loadStage, traces: routingTraces(stage, payload.stages), onToken: onRow });
     return { element: view.element, show: (head, row) => view.show(row) };
   }
   if (stage.kind === "ffn.act") {

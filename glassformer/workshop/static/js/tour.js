@@ -42,7 +42,7 @@ export function tourStops(payload) {
   const add = (stage) => stops.push({ id: stage.id, group: stage.group, stage, kind: stage.kind });
   for (const part of parts) {
     if (part.kind === "input" || part.kind === "final") part.stages.forEach(add);
-    else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2 || s.id.endsWith("embed.out") || part.stack === stacks[0]).forEach(add);
+    else if (part.kind === "embed") part.stages.filter((s) => stacks.length < 2 || s.kind === "embed.out" || part.stack === stacks[0]).forEach(add);
     else if (part.kind === "block" && part.layer === 0) {
       const kinds = stacks.length < 2 ? FULL_BLOCK : part.stack === stacks[0] ? FIRST_STACK_BLOCK : SHORT_BLOCK;
       part.stages.filter((s) => wanted(s, kinds, pre)).forEach(add);

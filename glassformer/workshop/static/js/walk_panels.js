@@ -78,7 +78,7 @@ export function drawWalk() {
   reveal.apply(walkPanel);
   drawOverview(); // its boxes show their numbers once the reveal reaches them
   for (const id of HELD_BACK) $(id).hidden = !reveal.done(); // the answer (and generating one) waits for the last step
-  $("lines-panel").hidden = !reveal.reached((id) => id.endsWith("attn.pattern")); // once the first attention weights are out
+  $("lines-panel").hidden = !reveal.reached((step) => step.kind === "attn.pattern"); // once the first attention weights are out
 }
 
 /** Whether the teaching reveal has reached a step, by the steps' order in the pass: the tour
@@ -86,12 +86,10 @@ export function drawWalk() {
 function revealedSteps() {
   if (!reveal || reveal.done()) return () => true;
   const order = state.get().walk.payload.stages.map((s) => s.id);
-  const last = reveal.lastShown();
-  let upto = order.indexOf(last);
-  if (upto < 0 && last.endsWith("tour.others")) {
-    const blocks = `${last.slice(0, -"tour.others".length)}blocks.`;
-    upto = order.findLastIndex((id) => id.startsWith(blocks));
-  }
+  const last = reveal.lastStep();
+  // the "other blocks" stop reaches the last step of its stack's last block
+  const lastId = last?.kind === "others" ? last.blocks.at(-1).stages.at(-1).id : last?.id;
+  const upto = order.indexOf(lastId);
   return (id) => order.indexOf(id) <= upto;
 }
 
