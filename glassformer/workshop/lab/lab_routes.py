@@ -54,7 +54,7 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
     ends the event streams (the server is going down)."""
     stopping = stopping or threading.Event()
     actions = asyncio.Lock()  # one start / stop / pace measurement at a time
-    streams: dict[str, int] = {}  # client address -> its open event streams
+    streams = StreamCount(STREAMS_PER_CLIENT)
 
     async def act(fn, *args) -> JSONResponse:
         async with actions:
@@ -104,27 +104,11 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
             directory = lab.run_dir(run)
         except ValueError as error:
             raise RequestError(str(error), status=404) from None
-        client = request.client.host if request.client else ""
-        if streams.get(client, 0) >= STREAMS_PER_CLIENT:
-            raise RequestError(
-                f"this client follows {STREAMS_PER_CLIENT} runs already: close a lab tab first", status=429
-            )
-
-        streams[client] = streams.get(client, 0) + 1
         headers = {"Cache-Control": "no-cache"}
         response = StreamingResponse(
             _follow(request, lab, run, directory, stopping), media_type="text/event-stream", headers=headers
         )
-
-        async def counted(scope, receive, send) -> None:  # the stream counts until it ends, however
-            try:
-                await response(scope, receive, send)
-            finally:
-                streams[client] -= 1
-                if not streams[client]:
-                    del streams[client]
-
-        return counted
+        return streams.counted(request.client.host if request.client else "", response)
 
     return [
         Route("/lab", lambda request: FileResponse(page)),
@@ -137,6 +121,33 @@ def lab_routes(lab: Lab, page: Path, stopping: threading.Event | None = None) ->
         Route("/api/lab/continue", go_on, methods=["POST"]),
         Route("/api/lab/events", events),
     ]
+
+
+class StreamCount:
+    """How many event streams each client address holds open, at most ``most`` each: a stream
+    counts from its start until it ends, however it ends."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self.open: dict[str, int] = {}  # client address -> its open streams
+
+    def counted(self, client: str, response: ASGIApp) -> ASGIApp:
+        """``response``, counted for ``client`` while it streams; 429 past the limit."""
+        if self.open.get(client, 0) >= self.most:
+            raise RequestError(
+                f"this client follows {self.most} runs already: close a lab tab first", status=429
+            )
+        self.open[client] = self.open.get(client, 0) + 1
+
+        async def streaming(scope, receive, send) -> None:
+            try:
+                await response(scope, receive, send)
+            finally:
+                self.open[client] -= 1
+                if not self.open[client]:
+                    del self.open[client]
+
+        return streaming
 
 
 async def _follow(request: Request, lab: Lab, run: str, directory: Path, stopping: threading.Event):
