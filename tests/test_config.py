@@ -106,7 +106,7 @@ def test_callers_ask_capabilities_not_family_names():
     """The family's name is read where a model is built (config.py and its checks, models/, formats/, a
     preset's objective in train/runs.py): at most ten tests in all, none anywhere else."""
     root = Path(__file__).resolve().parents[1]
-    sources = [*root.glob("glassformer/**/*.py"), *root.glob("glassformer/workshop/static/js/*.js")]
+    sources = [*root.glob("glassformer/**/*.py"), *root.glob("glassformer/workshop/static/js/**/*.js")]
     found = {str(p.relative_to(root)): n for p in sources if (n := len(FAMILY_TEST.findall(p.read_text())))}
     building = ("glassformer/config.py", "glassformer/config_checks.py", "glassformer/train/runs.py")
     building += ("glassformer/models/",)

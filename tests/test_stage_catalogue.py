@@ -69,7 +69,7 @@ def test_the_steps_are_worded_for_the_model():
 def test_the_page_hard_codes_no_code_location():
     """The walk, the tour, the overview and the prediction read code locations from the
     payload: no script names a file of the library."""
-    for script in STATIC.glob("*.js"):
+    for script in STATIC.rglob("*.js"):
         assert not re.search(r"[\"'`]glassformer/", script.read_text()), script.name  # in a string
 
 

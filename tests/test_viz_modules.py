@@ -86,12 +86,12 @@ def decoder_views():
 def test_the_workshop_draws_with_the_views_modules():
     """The workshop's lines and its q · k view import the code the head and neuron views draw
     with, instead of keeping their own copy."""
-    lines = (STATIC_JS / "attention_lines.js").read_text()
-    assert re.search(r'^import \{[^}]*\beachLine\b[^}]*\} from "\.\./viz/lines\.js";$', lines, re.M)
+    lines = (STATIC_JS / "views" / "attention_lines.js").read_text()
+    assert re.search(r'^import \{[^}]*\beachLine\b[^}]*\} from "\.\./\.\./viz/lines\.js";$', lines, re.M)
     assert "for (let j = 0; j < s; j += 1)" not in lines  # the pattern is walked by eachLine
-    query_key = (STATIC_JS / "query_key.js").read_text()
+    query_key = (STATIC_JS / "views" / "query_key.js").read_text()
     assert re.search(
-        r'^import \{[^}]*\bqueryKeyTerms\b[^}]*\} from "\.\./viz/query_key_terms\.js";$', query_key, re.M
+        r'^import \{[^}]*\bqueryKeyTerms\b[^}]*\} from "\.\./\.\./viz/query_key_terms\.js";$', query_key, re.M
     )
     assert "function largest(" not in query_key and ".reduce((sum, value) => sum + value, 0)" not in query_key
     head, neuron = asset("head_view.js"), asset("neuron_view.js")
@@ -102,12 +102,12 @@ def test_the_workshop_draws_with_the_views_modules():
 def test_nothing_is_decoded_or_coloured_twice():
     """The workshop's scripts and the views import the shared modules instead of keeping their
     own base64 decoder, colour ramps or pixel painter."""
-    for script in [*STATIC_JS.glob("*.js"), ASSETS / "core.js", *ASSETS.glob("*_view.js")]:
+    for script in [*STATIC_JS.rglob("*.js"), ASSETS / "core.js", *ASSETS.glob("*_view.js")]:
         text = script.read_text()
         assert "atob(" not in text and "DecompressionStream" not in text, script.name
         assert "new ImageData(" not in text, script.name
         assert not re.search(r"\[\s*8, 48, 107\]|\[33, 102, 172\]", text), script.name  # ramp stops
-    assert not (STATIC_JS / "colours.js").exists()
+    assert not any(STATIC_JS.rglob("colours.js"))
 
 
 def test_the_views_read_the_inlined_modules(browser):

@@ -534,20 +534,20 @@ def test_the_page_preloads_every_module_it_imports(client):
     preloaded = re.findall(r'<link rel="modulepreload" href="static/([^"]+)">', page)
     assert (
         "js/main.js" in preloaded
-        and "js/stage_detail.js" in preloaded
+        and "js/walk/stage_detail.js" in preloaded
         and "vendor/katex/katex.mjs" in preloaded
     )
     static = Path(create_app.__globals__["STATIC"])
     from glassformer.viz.modules import SHARED
 
     shared = {f"viz/{name}" for name in SHARED}  # the modules the notebook views inline too
-    on_disk = {str(p.relative_to(static)) for p in static.glob("js/*.js")}
+    on_disk = {str(p.relative_to(static)) for p in static.glob("js/**/*.js")}
     not_main = {
-        "js/lab.js",
-        "js/lab_charts.js",
-        "js/lab_film.js",
-        "js/lab_pace.js",
-        "js/lessons.js",
+        "js/lab/lab.js",
+        "js/lab/lab_charts.js",
+        "js/lab/lab_film.js",
+        "js/lab/lab_pace.js",
+        "js/lessons/lessons.js",
         "js/teach.js",
     }
     assert set(preloaded) == (on_disk - not_main) | shared | {"vendor/katex/katex.mjs"}

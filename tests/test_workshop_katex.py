@@ -281,7 +281,7 @@ CONFIGS = {
 }
 
 RENDER_ALL = """async ({arch, plan}) => {
-  const levels = await import("./static/js/levels.js");
+  const levels = await import("./static/js/walk/levels.js");
   const payload = { tokens: [0, 1, 2, 3, 4], architecture: arch };
   const box = document.createElement("div");
   document.body.append(box);
@@ -545,14 +545,14 @@ def test_numbers_become_tex_and_a_bad_formula_shows_an_error(workshop):
     page = workshop.page
     numbers = page.evaluate(
         """async () => {
-          const { texNumber } = await import("./static/js/levels.js");
+          const { texNumber } = await import("./static/js/walk/levels.js");
           return [1.23456e-5, -2.5, -Infinity, 123456789, 0].map((v) => texNumber(v));
         }"""
     )
     assert numbers == ["1.235 \\times 10^{-5}", "-2.5", "-\\infty", "1.235 \\times 10^{8}", "0"]
     broken = page.evaluate(
         """async () => {
-          const { tex } = await import("./static/js/tex.js");
+          const { tex } = await import("./static/js/core/tex.js");
           const node = tex("\\\\frac{1}{");
           document.body.append(node);
           return { error: node.querySelectorAll(".katex-error").length, text: node.innerText };

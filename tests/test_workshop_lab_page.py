@@ -73,7 +73,7 @@ def test_the_time_left_counts_evaluations_and_ignores_a_pause(lab_page):
     lab.page.goto(f"{lab.base}lab")
     left = lab.page.evaluate(
         """async () => {
-            const { secondsLeft } = await import("./static/js/lab_pace.js");
+            const { secondsLeft } = await import("./static/js/lab/lab_pace.js");
             const progress = [], metrics = [];
             let time = 1000;
             for (let step = 1; step <= 100; step++) {

@@ -1,5 +1,5 @@
 """A long input's attention in Chromium: past 128 tokens an opened attention step is drawn as
-an overview of the whole map and a detail window on it (static/js/attention_canvas.js),
+an overview of the whole map and a detail window on it (static/js/views/attention_canvas.js),
 never an element per entry.
 
 The server holds one tiny Llama-style model that reads characters, with room for 320 of

@@ -270,7 +270,7 @@ LATEX_ATTACKS = (
 # KaTeX's text mode prints a space as a no-break space and ` ' as typographic quotes, as LaTeX does
 KATEX_TEXT_GLYPHS = str.maketrans({"\u00a0": " ", "\u2018": "`", "\u2019": "'"})
 TYPESET = """async (strings) => {
-  const { tex, texText } = await import("./static/js/tex.js");
+  const { tex, texText } = await import("./static/js/core/tex.js");
   return strings.map((s) => {
     const node = tex(`x = ${texText(s)}`);
     return {

@@ -53,7 +53,7 @@ def _page_modules() -> list[tuple[str, str]]:
 
 def test_the_scan_reads_the_page_and_catches_a_parser():
     modules = dict(_page_modules())
-    assert {"js/main.js", "js/stages.js", "js/overview.js", "js/tour.js"} <= set(modules)
+    assert {"js/main.js", "js/core/stages.js", "js/overview/overview.js", "js/walk/tour.js"} <= set(modules)
     for line in (
         "const { kind } = parseStage(stage.id);",
         'const [stack] = stage.id.split(".");',

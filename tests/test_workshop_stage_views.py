@@ -1,5 +1,5 @@
 """The views under an opened step, in Chromium: one query's q · k sums (the neuron view,
-static/js/query_key.js) and an FFN's most active neurons (static/js/ffn_neurons.js).
+static/js/views/query_key.js) and an FFN's most active neurons (static/js/views/ffn_neurons.js).
 
 The server, its tiny models and the `Workshop` tab come from `tests.test_workshop_page`.
 Every number the page prints is checked against `lm.trace` to the precision it prints:

@@ -11,7 +11,7 @@ from tests.test_workshop_page import TEXT, char_lm
 PANELS = ["walk", "overview", "tokens", "architecture", "prediction"]
 
 STORE = """async () => {
-  const { createStore } = await import("./static/js/state.js");
+  const { createStore } = await import("./static/js/core/state.js");
   const store = createStore({ a: 1, b: 2, c: 3 });
   const calls = [];
   store.subscribe(["a"], (values) => calls.push(["a", values.a]));

@@ -1,5 +1,5 @@
 // Arrays as they travel (glassformer/viz/html.py `encode_weights` / `encode_float32`,
-// glassformer/workshop/arrays.py): base64 blocks {dtype, shape, compression?, scale?, data},
+// glassformer/workshop/walk/arrays.py): base64 blocks {dtype, shape, compression?, scale?, data},
 // never JSON lists of floats. The one decoder of the workshop and of the notebook views.
 //   uint8    attention weights on the absolute scale, q = round(255 w) (value = q * scale)
 //   float32  little-endian values

@@ -38,7 +38,7 @@ from glassformer.workshop.walk.stage_words import POSITION_NAMES, Context, atten
 
 def summary(config: ModelConfig) -> dict[str, Any]:
     """The architecture in a few fields: what the page shows next to the diagram (its plain
-    words too, `model_words`), and every constant its equations (static/js/equations.js) need
+    words too, `model_words`), and every constant its equations (static/js/equations/equations.js) need
     to be this model's own."""
     return {
         "family": config.family,

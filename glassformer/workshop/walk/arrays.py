@@ -6,7 +6,7 @@ page reads them at once, and with the scale of an 8-bit block spelled out:
     {"dtype": "float32", "shape": [t, d], "compression": null, "data": "<base64>"}
     {"dtype": "uint8", "shape": [h, t, s], "compression": null, "scale": 1/255, "data": "<base64>"}
 
-The page turns ``data`` into a Float32Array or Uint8Array (`static/js/arrays.js`).
+The page turns ``data`` into a Float32Array or Uint8Array (`static/js/core/arrays.js`).
 Attention weights lie in [0, 1] and are only drawn, so 8 bits carry them (error <= 1/510).
 
 >>> import torch

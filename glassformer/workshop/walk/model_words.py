@@ -1,5 +1,5 @@
 """The model and the beginner's tour in plain words: the prose the page shows beside the
-diagram (static/js/architecture.js) and along the tour (static/js/tour.js), kept here with the
+diagram (static/js/panels/architecture.js) and along the tour (static/js/walk/tour.js), kept here with the
 stage catalogue's words (`stage_words.py`) so that the workshop's words have one home.
 
 `model_words(config)` travels in the walk payload's ``architecture`` (``architecture.summary``):

@@ -8,7 +8,7 @@ A step's *kind* is its hook-point name without the stack and block: ``blocks.3.a
     words     a beginner's sentence about it
     shape     the letters of its axes (t tokens, s keys, h heads, g key/value heads, e d_head,
               d d_model, f d_ff, v vocabulary, c classes)
-    equation  the name of its equation template (static/js/equations.js)
+    equation  the name of its equation template (static/js/equations/equations.js)
     code      the function that computes it: its file, name and first line, found with `inspect`
 
 each written once and worded for the model at hand (`Context`: its config, which stack, whether

@@ -3,7 +3,7 @@ its embedding mean something else than a text model's. The input is an image cut
 patches, each patch a token; the embedding multiplies each flattened patch by one matrix
 W_patch (a strided convolution), puts [CLS] in front and adds a learned vector per place in
 the grid (`glassformer/nn/patches.py`). Each step's fields are the catalogue's `Entry`'s:
-shape, title, plain name, words, code, equation template (`static/js/equations_vision.js`).
+shape, title, plain name, words, code, equation template (`static/js/equations/equations_vision.js`).
 """
 
 from __future__ import annotations

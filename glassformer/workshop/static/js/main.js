@@ -4,17 +4,17 @@
 // when one of them changes. A vision model reads an image instead of text
 // (body[data-input="image"]): a held-out one or a drawing (image_source.js).
 
-import { fetchModels, fetchWalk } from "./api.js";
-import { bindControls } from "./controls.js";
-import { bindImageSource, chooseImage, imageShape } from "./image_source.js";
-import { drawCompare, drawLens, loadLens } from "./lens_compare.js";
-import { messageShown, setStatus, showMessage } from "./page_status.js";
-import * as panels from "./page_panels.js";
-import { namedTokens } from "./patch_tokens.js";
-import { blankImage } from "./pixels.js";
-import { inputKey, queryString, readSettings, state, walkRequest, writeSettings } from "./state.js";
-import { firstBlock } from "./walk.js";
-import { drawLines, drawOverview, drawWalk, reveal, revealedBlock, walkSteps } from "./walk_panels.js";
+import { fetchModels, fetchWalk } from "./core/api.js";
+import { bindControls } from "./panels/controls.js";
+import { bindImageSource, chooseImage, imageShape } from "./image/image_source.js";
+import { drawCompare, drawLens, loadLens } from "./panels/lens_compare.js";
+import { messageShown, setStatus, showMessage } from "./core/page_status.js";
+import * as panels from "./panels/page_panels.js";
+import { namedTokens } from "./image/patch_tokens.js";
+import { blankImage } from "./image/pixels.js";
+import { inputKey, queryString, readSettings, state, walkRequest, writeSettings } from "./core/state.js";
+import { firstBlock } from "./walk/walk.js";
+import { drawLines, drawOverview, drawWalk, reveal, revealedBlock, walkSteps } from "./walk/walk_panels.js";
 
 const $ = (id) => document.getElementById(id);
 
