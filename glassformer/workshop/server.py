@@ -13,15 +13,19 @@ one route module per area:
     `generate_routes.py`  POST /api/generate: new tokens as server-sent events
     `lab_routes.py`       /lab, /api/lab/...: the training lab (`lab.py`)
     `lesson_routes.py`    /lessons, /api/lessons/...: the course's lessons, run on this machine
+    `class_routes.py`     GET/POST /api/class, GET /api/class/events, POST /api/class/students,
+                          /api/class/end, GET /api/class/qr.svg: a class on one server
+                          (``--class``): the teacher's walk, followed by every student's page
 
 Each module's docstring lists its routes and their bodies. The model routes share one
 `model_work.Workshop`: the models, the one lock, the one model thread, each route's limits.
 
 Only the workshop's own page, or a script with its token, gets through (`guard.py`: the
-Host, the origin, the token, JSON bodies). Every body is a typed request (`request_types.py`)
-read and validated in one place (`http.read_request`); a bad one is answered 400 (404 for
-an unknown model, 413 for a body or an input past its limit, 415 for a body that is not
-JSON) with ``{"error": message}``, which the page shows.
+Host, the origin, the token, JSON bodies); when a class runs, it tells the teacher's token
+from the students' and refuses a student the teacher's routes (`rights.py`). Every body is
+a typed request (`request_types.py`) read and validated in one place (`http.read_request`);
+a bad one is answered 400 (404 for an unknown model, 413 for a body or an input past its
+limit, 415 for a body that is not JSON) with ``{"error": message}``, which the page shows.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from glassformer.workshop.classroom.class_routes import class_routes
+from glassformer.workshop.classroom.class_state import Classroom
 from glassformer.workshop.door.guard import LOOPBACK, Guard, Logins, new_token
 from glassformer.workshop.door.http import RequestError, request_error
 from glassformer.workshop.lab.lab_routes import lab_routes
@@ -55,16 +61,20 @@ def create_app(
     *,
     token: str | None = None,
     hosts: Iterable[str] | None = LOOPBACK,
+    classroom: bool = False,
 ) -> Starlette:
     """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
     under ``runs_root``. ``origins``: {fine-tuned model: the model it was fine-tuned from},
     both names of ``models`` (the page offers the pair to compare their attention).
     ``token``: the secret a page or script must show (`guard.py`; None: a new one, read back
-    as ``app.state.token``); ``hosts``: the Host names answered (None: any, the token alone)."""
+    as ``app.state.token``); ``hosts``: the Host names answered (None: any, the token alone).
+    ``classroom``: a class runs from the start (`classroom/`), read back as
+    ``app.state.classroom`` (None without one), its students' token made now."""
     if not models:
         raise ValueError("the workshop needs at least one model")
     token = new_token() if token is None else token
     workshop = Workshop(models, dict(origins or {}), Lab(runs_root))
+    room = Classroom(list(models)) if classroom else None
     routes = [
         *model_routes(workshop),
         *walk_routes(workshop),
@@ -72,6 +82,7 @@ def create_app(
         *generate_routes(workshop),
         *lab_routes(workshop.lab, STATIC / "lab.html", workshop.stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
+        *class_routes(room, workshop),
         *page_routes(workshop, token),  # last: its static mounts answer every path under /static
     ]
 
@@ -83,11 +94,14 @@ def create_app(
     logins = Logins()
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=token, hosts=hosts, logins=logins)],
+        middleware=[
+            Middleware(Guard, token=token, hosts=hosts, logins=logins, students=room.key if room else None)
+        ],
         exception_handlers={RequestError: request_error},
         lifespan=lifespan,
     )
     app.state.token = token
+    app.state.classroom = room  # the class (`class_state.Classroom`): its students' token, its state
     app.state.login_link = logins.new  # a one-time code for the link the command prints
     app.state.stop_work = workshop.stop_work
     app.state.workshop = workshop  # the models, the lock, the work in flight (`model_work.py`)

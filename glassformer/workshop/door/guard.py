@@ -17,6 +17,15 @@ in this order, before any route sees it:
    browser's history). Either sets the cookie and redirects to the same URL without it.
    Without it: 403, and a page that asks for it. A token that is not ASCII, or malformed,
    is just not the token: 403.
+3b. **The role.** When a class runs (``--class``) a second secret, the students' token
+   (`rights.StudentsKey`), opens the workshop as a student: the cookie a link sets holds the
+   token that link gave (a students' link never hands out the teacher's; a login code is the
+   teacher's). Each request's ``scope["state"]`` gets ``role`` ("teacher" | "student") and
+   ``client`` ("teacher", or "student:<id>": a random id per browser, kept in the HttpOnly
+   cookie ``glassformer-student-<port>`` set the first time a student's browser is seen; a
+   script sending the students' token is "student:<its address>"). A student asking for a
+   teacher's route (`rights.RIGHTS`) gets 403 "this needs the teacher's link". Without a
+   class every request is the teacher's.
 4. **JSON bodies only**: a POST whose ``Content-Type`` is not ``application/json`` gets 415
    (a form or ``text/plain`` post is what a browser sends cross-site without asking), and a
    body declared larger than the limit gets 413 before it is read.
@@ -42,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import html
+import re
 import secrets
 import threading
 import time
@@ -54,12 +64,15 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from glassformer.workshop.door.http import MAX_BODY_BYTES
+from glassformer.workshop.door.rights import TEACHER, TEACHERS_ONLY, StudentsKey, allowed
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PAGES = ("/", "/lab", "/lessons")  # what a link from another site may open
 SAME_ORIGIN = ("same-origin", "none")  # Sec-Fetch-Site of the page's own requests; "none": typed URL
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 FRAMED = ("iframe", "frame", "embed", "object", "fencedframe")  # Sec-Fetch-Dest of a page put in another
+STUDENT = "student"
+STUDENT_ID = re.compile(r"[A-Za-z0-9_-]{16}")  # a student's browser id, as `new_student_id` makes it
 LOGIN_TTL_S = 15 * 60  # how long a printed login link works (once)
 WRITE_TIMEOUT_S = 30.0  # a client that reads nothing of an answer for this long is dropped
 PAGE_POLICY = "; ".join(
@@ -120,10 +133,16 @@ class Logins:
 class Guard:
     """ASGI middleware applying the checks above to ``app``; ``hosts``: the Host names
     answered (None: any, for a server bound to every interface, where the token alone guards);
-    ``logins``: the one-time login codes it accepts."""
+    ``logins``: the one-time login codes it accepts; ``students``: a class's students' token
+    (None: no class, every request is the teacher's)."""
 
     def __init__(
-        self, app: ASGIApp, token: str, hosts: Iterable[str] | None = LOOPBACK, logins: Logins | None = None
+        self,
+        app: ASGIApp,
+        token: str,
+        hosts: Iterable[str] | None = LOOPBACK,
+        logins: Logins | None = None,
+        students: StudentsKey | None = None,
     ) -> None:
         if not token:
             raise ValueError("the workshop needs a token: an empty one would let any page drive it")
@@ -131,6 +150,7 @@ class Guard:
         self.token = token
         self.hosts = None if hosts is None else {_bare(host) for host in hosts}
         self.logins = logins or Logins()
+        self.students = students
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -141,6 +161,7 @@ class Guard:
             return
 
         dropped = False
+        new_id: str | None = None  # a student's browser seen for the first time: its id cookie
 
         async def send_guarded(message) -> None:
             nonlocal dropped
@@ -149,6 +170,8 @@ class Guard:
                 for name, value in SECURITY_HEADERS.items():
                     if name not in headers:  # a route's own policy (a notebook view) stands
                         headers[name] = value
+                if new_id is not None:
+                    headers.append("set-cookie", _cookie(student_cookie_name(request), new_id))
             try:  # the server waits while the client's socket is full: not past the timeout
                 await asyncio.wait_for(send(message), WRITE_TIMEOUT_S)
             except TimeoutError:
@@ -156,7 +179,11 @@ class Guard:
                 raise ClientTooSlow(f"the client read nothing for {WRITE_TIMEOUT_S:g} s") from None
 
         request = Request(scope)
-        refusal = self.refusal(request)
+        role = self.role(request)
+        refusal = self.refusal(request, role)
+        if refusal is None and role is not None:
+            client, new_id = self.client(request, role)
+            scope.setdefault("state", {}).update(role=role, client=client)
         if refusal is None and request.method == "GET" and request.url.path in PAGES:
             if request.query_params.get("login") or request.query_params.get("token"):
                 refusal = self.logged_in(request)  # the cookie, and the URL without the secret
@@ -167,7 +194,7 @@ class Guard:
                 raise
             # the answer ends here: its stream stops producing, what it held is let go
 
-    def refusal(self, request: Request) -> Response | None:
+    def refusal(self, request: Request, role: str | None) -> Response | None:
         """The answer to a request that fails a check, or None when it passes them all."""
         headers = request.headers
         host = _host_name(headers.get("host", ""))
@@ -184,7 +211,7 @@ class Guard:
             (site is not None and site not in SAME_ORIGIN) or (origin is not None and origin != own)
         ):
             return _refused(request, 403, f"a request from another site ({origin or site}) is refused")
-        if not self.authorized(request):
+        if role is None:
             reason = (
                 "The token given is not this workshop's (a new one is made at each start, unless fixed "
                 "with --token)"
@@ -192,6 +219,8 @@ class Guard:
                 else "This request lacks the workshop's token"
             )
             return _refused(request, 403, reason, ask_token=True)
+        if not allowed(role, request.method, request.url.path):
+            return _refused(request, 403, TEACHERS_ONLY)
         if request.method in WRITES:
             kind = headers.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
@@ -203,32 +232,60 @@ class Guard:
                 )
         return None
 
-    def authorized(self, request: Request) -> bool:
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() in ("token", "bearer") and self.is_token(given.strip()):
-            return True
-        if request.method == "GET" and request.url.path in PAGES and request.query_params.get("login"):
-            return True  # `logged_in` checks the code (and uses it up)
-        return any(
-            self.is_token(given)
-            for given in (request.cookies.get(cookie_name(request)), request.query_params.get("token"))
+    def role(self, request: Request) -> str | None:
+        """ "teacher" or "student" by the secret the request shows (the teacher's wins where it
+        shows both), None when it shows neither."""
+        offered = (
+            _header_token(request),
+            request.cookies.get(cookie_name(request)),
+            request.query_params.get("token"),
         )
+        if any(self.is_token(given) for given in offered):
+            return TEACHER
+        if request.method == "GET" and request.url.path in PAGES and request.query_params.get("login"):
+            return TEACHER  # `logged_in` checks the code (and uses it up)
+        if self.students is not None and any(self.students.matches(given) for given in offered):
+            return STUDENT
+        return None
+
+    def client(self, request: Request, role: str) -> tuple[str, str | None]:
+        """Who asks ("teacher", "student:<id>"), and a new browser id to set as a cookie, if any."""
+        if role == TEACHER:
+            return TEACHER, None
+        if self.students is not None and self.students.matches(_header_token(request)):
+            return f"{STUDENT}:{request.client.host if request.client else ''}", None  # a script
+        known = request.cookies.get(student_cookie_name(request), "")
+        if STUDENT_ID.fullmatch(known):
+            return f"{STUDENT}:{known}", None
+        made = new_student_id()
+        return f"{STUDENT}:{made}", made
 
     def is_token(self, given: str | None) -> bool:
         """Whether ``given`` is the token; any text compares (in constant time), none raises."""
         return bool(given) and hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
 
     def logged_in(self, request: Request) -> Response:
-        """The page's URL without its token or login code, with the token as a cookie; a used or
-        expired login code gets the page that asks for the token."""
-        code = request.query_params.get("login")
-        if code and not self.is_token(request.query_params.get("token")) and not self.logins.redeem(code):
-            reason = "This login link was used already or has expired (it works once, for a few minutes)"
-            return _refused(request, 403, reason, ask_token=True)
+        """The page's URL without its token or login code, with the token it gave as the cookie
+        (the teacher's for a login code; a students' link's own token, never the teacher's); a
+        used or expired login code gets the page that asks for the token. A token that is
+        neither secret (the request passed on its cookie) changes no cookie."""
+        given, code = request.query_params.get("token"), request.query_params.get("login")
+        if self.is_token(given):
+            kept = self.token
+        elif self.students is not None and self.students.matches(given):
+            kept = given
+        elif code:
+            if not self.logins.redeem(code):
+                reason = "This login link was used already or has expired (it works once, for a few minutes)"
+                return _refused(request, 403, reason, ask_token=True)
+            kept = self.token
+        else:
+            kept = None
         rest = [(k, v) for k, v in request.query_params.multi_items() if k not in ("token", "login")]
         target = URL(path=request.url.path, query=urlencode(rest))
         response = RedirectResponse(str(target), status_code=303)
-        response.set_cookie(cookie_name(request), self.token, httponly=True, samesite="lax", path="/")
+        if kept is not None:
+            response.set_cookie(cookie_name(request), kept, httponly=True, samesite="lax", path="/")
         return response
 
 
@@ -236,6 +293,29 @@ def cookie_name(request: Request) -> str:
     """One cookie per port: two workshops on one machine keep their own tokens."""
     port = request.url.port or (request.scope.get("server") or ("", 80))[1]
     return f"glassformer-token-{port}"
+
+
+def student_cookie_name(request: Request) -> str:
+    """The cookie that keeps a student's browser id, one per port as the token's."""
+    return cookie_name(request).replace("-token-", "-student-")
+
+
+def new_student_id() -> str:
+    """A student's browser id: 12 random bytes, URL-safe (16 characters)."""
+    return secrets.token_urlsafe(12)
+
+
+def _header_token(request: Request) -> str | None:
+    """The token of an ``Authorization: token <token>`` (or ``Bearer``) header, if any."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    return given.strip() if scheme.lower() in ("token", "bearer") else None
+
+
+def _cookie(name: str, value: str) -> str:
+    """A Set-Cookie value as the guard sets its cookies: HttpOnly, SameSite=Lax, the whole site."""
+    response = Response()
+    response.set_cookie(name, value, httponly=True, samesite="lax", path="/")
+    return response.headers["set-cookie"]
 
 
 def _host_name(header: str) -> str:

@@ -17,7 +17,9 @@ where the model is known: `limits.py` and the library.
     AttentionChangeRequest {model, base, text, layer?, head?}
     RunRequest         {run}                      the lab's continue, a run opened as a model
     LabStartRequest    {preset, fields: {"train.steps": 300, ...}}   the lab's start, and its estimate
-    ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery    the query strings of the GET routes
+    ClassUpdate        any of {model, text, level, step, stage, zoom, panel, sampling}: a class's change
+    ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery, ClassEventsQuery, NoQuery
+                       the query strings of the GET routes
 """
 
 from __future__ import annotations
@@ -210,3 +212,39 @@ class EventsQuery(Query):
 
 class SourceQuery(Query):
     name: Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] = ""
+
+
+LEVELS = ("beginner", "intermediate", "advanced")
+
+
+class ClassSampling(Request):
+    """The sampling a class shows (`Sampling`'s fields the page's form sets); absent: not set."""
+
+    temperature: Annotated[float, Field(allow_inf_nan=False, ge=0, le=100)] | None = None
+    top_k: Annotated[int, Field(ge=0, le=MAX_INDEX)] | None = None
+    top_p: Annotated[float, Field(allow_inf_nan=False, gt=0, le=1)] | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
+
+
+class ClassUpdate(Request):
+    """A class's change (POST /api/class): the keys sent change, the others stay. A field
+    absent is unchanged; null is refused where the state has no "none" (only ``stage`` and
+    ``panel`` may be null: no step opened, no panel). Defaults are not validated, so an absent
+    field reads None, and ``model_dump(exclude_unset=True)`` is what was sent."""
+
+    model: Name = None  # one of the held models: checked where the models are known
+    text: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)] = None
+    level: Literal[LEVELS] = None
+    step: Annotated[int, Field(ge=1, le=MAX_INDEX)] = None  # teaching mode's reveal: the steps shown
+    stage: Name | None = None  # the step opened
+    zoom: Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] = None  # "" the model, "blocks.3"
+    panel: Name | None = None
+    sampling: ClassSampling = None
+
+
+class ClassEventsQuery(Query):
+    following: Literal["0", "1"] = "0"  # 1: this page follows the teacher (counted as following)
+
+
+class NoQuery(Query):
+    """A GET route that takes no query: any key is refused by name."""
