@@ -1,7 +1,8 @@
 """The routes about the models themselves, not one pass of them:
 
 GET  /api/models       the models this server holds (name, architecture, stages, limits) and the
-                       library's sampling defaults (`sampling.SAMPLING_DEFAULTS`)
+                       library's sampling defaults (`sampling.SAMPLING_DEFAULTS`), and whether
+                       a class runs here (`class`: true or false)
 GET  /api/costs        ?model=&seq_len=&batch=&dtype= -> what the model costs: parameters
                        by component, FLOPs per token, KV cache and training activation
                        memory (`glassformer.inspect.cost_report.costs`)
@@ -38,8 +39,10 @@ def model_routes(workshop: Workshop) -> list[Route]:
 
     async def list_models(request: Request) -> JSONResponse:
         described = [model_entry(name, lm, origins.get(name)) for name, lm in models.items()]
-        # never the token (`teach.py` shows it to a person); the library's sampling defaults for the form
-        return JSONResponse({"models": described, "sampling": dict(SAMPLING_DEFAULTS)})
+        # never the token (`teach.py` shows it to a person); the library's sampling defaults for the form;
+        # whether a class runs here (`classroom/`: the page then asks for its state)
+        classroom = getattr(request.app.state, "classroom", None) is not None
+        return JSONResponse({"models": described, "sampling": dict(SAMPLING_DEFAULTS), "class": classroom})
 
     async def model_costs(request: Request) -> JSONResponse:
         query = read_query(request, CostsQuery)

@@ -4,6 +4,7 @@
 // when one of them changes. A vision model reads an image instead of text
 // (body[data-input="image"]): a held-out one or a drawing (image_source.js).
 
+import { startClass } from "./class/class.js";
 import { fetchModels, fetchWalk } from "./core/api.js";
 import { bindControls } from "./panels/controls.js";
 import { bindImageSource, chooseImage, imageShape } from "./image/image_source.js";
@@ -120,16 +121,48 @@ async function run({ keepGenerated = false, push = true } = {}) {
   setStatus("ready", `${n} token${n === 1 ? "" : "s"} · ${payload.seconds.toFixed(2)} s`);
 }
 
+/** Another level: the reveal's steps are the tour's stops or every step. */
+function setLevel(level) {
+  const { walk } = state.get();
+  if (walk) reveal?.setStages(walkSteps(walk.payload, level)); // the tour's stops, or every step
+  state.update({ level });
+  writeSettings(state.get());
+}
+
 const controls = bindControls($("controls"), {
   onRun: () => run(),
   onSampling: () => run({ keepGenerated: true }), // the same pass: a timeline step stays
-  onLevel: (level) => {
-    const { walk } = state.get();
-    if (walk) reveal?.setStages(walkSteps(walk.payload, level)); // the tour's stops, or every step
-    state.update({ level });
+  onLevel: setLevel,
+});
+
+// A class (class/class.js): what this page shows as the class's keys, and a student's page
+// drawing the teacher's state, or handed back to the student to explore
+const CLASS_KEYS = ["model", "text", "level", "revealed", "stage", "zoom", "walk"];
+const classHooks = {
+  locked: readSettings(window.location.search).lock,
+  relock: () => window.location.replace(queryString({ ...state.get(), lock: true })),
+  current: () => {
+    const { model, text, level, stage, zoom } = state.get();
+    return { model, text, level, step: reveal ? reveal.count() : 1, stage: stage || null, zoom: zoom || null };
+  },
+  onChange: (fn) => state.subscribe(CLASS_KEYS, () => state.get().walk && fn()),
+  async show(teacher) {
+    const now = state.get();
+    const settings = { ...now, model: teacher.model, text: teacher.text, ...(teacher.sampling ?? {}) };
+    controls.show({ ...settings, level: teacher.level });
+    if (teacher.level !== now.level) setLevel(teacher.level);
+    if (!now.walk || teacher.model !== now.model || teacher.text !== now.text) await run({ push: false });
+    reveal?.show(teacher.step ?? 1);
+    const chosen = state.get().walk?.payload.stages.find((s) => s.id === teacher.stage);
+    state.update({ stage: chosen ? chosen.id : "", zoom: teacher.zoom ?? "", ...(chosen?.layer != null ? { openBlock: chosen.group } : {}) });
     writeSettings(state.get());
   },
-});
+  explore(on) {
+    controls.setLocked(!on);
+    reveal?.setDriven(on);
+    if (on) reveal?.show(Infinity); // the whole walk, the student's own
+  },
+};
 
 /** The lessons' catalog, as a map from a step's kind to the lessons that explain it. A lesson
  * names a step by its id: its kind is what any model's step of that id says. */
@@ -161,7 +194,7 @@ async function start() {
     setStatus("error", "");
     return;
   }
-  const { models, sampling: samplingDefaults } = answer;
+  const { models, sampling: samplingDefaults, class: classRuns } = answer;
   const settings = readSettings(window.location.search, samplingDefaults);
   let notice = "";
   if (!models.some((m) => m.name === settings.model)) {
@@ -175,6 +208,7 @@ async function start() {
   controls.show(settings);
   await run({ push: false }); // the link opened is the entry already
   if (notice && !messageShown()) showMessage(notice);
+  if (classRuns) startClass(classHooks); // not waited for: a class's panel or a student's following
 }
 
 // "Teach this": the page with this walk's teaching link (its token included: it opens in the

@@ -14,7 +14,8 @@ const BACK_KEYS = ["ArrowLeft", "PageUp"];
 
 /**
  * bar: the element that holds the buttons and the counter. onChange(): called after a step
- * is shown or hidden. Returns {setStages(stages), apply(walk), goTo(id), lastShown(), lastStep(), done(), reached(test)}.
+ * is shown or hidden. Returns {setStages(stages), apply(walk), goTo(id), show(count), count(), setDriven(on), lastShown(),
+ * lastStep(), done(), reached(test)}.
  */
 export function createReveal(bar, onChange) {
   let ids = [];
@@ -22,6 +23,7 @@ export function createReveal(bar, onChange) {
   let groupOf = new Map();
   let shown = 1;
   let marked = ""; // the step last marked current (scrolled to once, not at every redraw)
+  let driven = true; // false while a class's student follows the teacher: the teacher's keys move it
   const previous = el("button", { type: "button", class: "reveal-previous", onclick: () => go(shown - 1) }, "← Previous");
   const next = el("button", { type: "button", class: "reveal-next", onclick: () => go(shown + 1) }, "Next step →");
   const counter = el("span", { class: "reveal-count", role: "status" });
@@ -40,8 +42,9 @@ export function createReveal(bar, onChange) {
 
   function update() {
     counter.textContent = `step ${shown} of ${ids.length}`;
-    previous.disabled = shown <= 1;
-    next.disabled = shown >= ids.length;
+    previous.disabled = !driven || shown <= 1;
+    next.disabled = !driven || shown >= ids.length;
+    jump.disabled = !driven;
     const options = parts().map((part) => el("option", { value: String(part.first) }, label(part)));
     jump.replaceChildren(el("option", { value: "" }, "—"), ...options);
     jump.value = "";
@@ -68,7 +71,7 @@ export function createReveal(bar, onChange) {
   }
 
   document.addEventListener("keydown", (event) => {
-    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    if (!driven || event.altKey || event.ctrlKey || event.metaKey) return;
     const target = event.target;
     if (target.closest?.("input, textarea, select, [contenteditable]")) return; // keys there are the field's
     if (event.key === " " && target.closest?.("button, summary, a")) return; // Space presses what has focus
@@ -117,6 +120,19 @@ export function createReveal(bar, onChange) {
       if (index < 0) return false;
       go(index + 1);
       return true;
+    },
+    /** Show steps 1..count (a class's student following the teacher's step). */
+    show(count) {
+      go(count);
+    },
+    /** How many steps are shown. */
+    count() {
+      return shown;
+    },
+    /** Whether this page's own keys and buttons move the reveal (not while following a teacher). */
+    setDriven(on) {
+      driven = on;
+      update();
     },
     /** The id of the last step shown. */
     lastShown() {
