@@ -1,13 +1,21 @@
-"""What the workshop's model routes share: a `Workshop` holds the models, the one lock and the
-one model thread, and runs each piece of model work within its route's limits.
+"""What the workshop's model routes share: a `Workshop` holds the models, the fair queue and
+the one model thread, the shared work, and runs each piece of model work within its route's
+limits.
 
 Models are the ones the command line named, loaded once at start (and the lab's runs opened
 since); the browser picks one by name and can never make the server read a path. Forward
-passes run one at a time (one lock), off the event loop, always on the same worker thread:
-torch's CPU thread pool belongs to the thread that calls it, so moving between threads would
-start new pools that compete for the cores (streaming ran ~15% slower that way). Each runs
-within its route's work limits (`limits.py`: tokens by the model's sizes, seconds) and stops
-when its page leaves or the server stops (`budget.py`).
+passes run one at a time, off the event loop, always on the same worker thread: torch's CPU
+thread pool belongs to the thread that calls it, so moving between threads would start new
+pools that compete for the cores (streaming ran ~15% slower that way). Whose work goes next
+is the fair queue's choice (`door/fair_queue.py`: the teacher's first, students in turn, one
+request each; without a class, the order of arrival). Each runs within its route's work
+limits (`limits.py`: tokens by the model's sizes, seconds) and stops when its page leaves or
+the server stops (`budget.py`).
+
+A route whose answer depends only on its request (a walk, a stage, a lens, the tokens, a
+similarity, an explanation, an attention change) goes through `Workshop.shared`: computed
+once and kept, and a computation in flight joined by every page that asks the same
+(`shared_work.py`); it stops only when no page waits for it any more.
 
 The route modules (`walk_routes.py`, `generate_routes.py`, `reading_routes.py`,
 `model_routes.py`, `page_routes.py`) each take the one `Workshop` the app was made with.
@@ -22,26 +30,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from glassformer.sampling import generation_settings
 from glassformer.workshop.door.budget import CLIENT_GONE, WorkBudget, WorkStopped, watch, when_gone
+from glassformer.workshop.door.fair_queue import TEACHER, FairQueue, client_of
 from glassformer.workshop.door.http import RequestError
 from glassformer.workshop.door.limits import SECONDS, check_length
 from glassformer.workshop.door.request_types import PassRequest, Sampling
 from glassformer.workshop.lab.training_lab import Lab
+from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES, Flight, SharedWork, model_stamp
 from glassformer.workshop.walk.pass_input import PassInput, read_pass
 
 
 @dataclass
 class Workshop:
     """``models`` ({name: LanguageModel}, the lab's runs added as they open); ``origins``
-    ({fine-tuned model: the model it was fine-tuned from}); ``lab``, the training lab."""
+    ({fine-tuned model: the model it was fine-tuned from}); ``lab``, the training lab;
+    ``cache_bytes``, how many bytes of answers the shared work keeps."""
 
     models: dict[str, Any]
     origins: dict[str, str]
     lab: Lab
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    cache_bytes: int = DEFAULT_LIMIT_BYTES
+    queue: FairQueue = field(default_factory=FairQueue)  # whose model work goes next
     running: set[WorkBudget] = field(
         default_factory=set
     )  # the model work in flight (one runs, the rest wait)
@@ -51,6 +65,7 @@ class Workshop:
     )
 
     def __post_init__(self) -> None:
+        self.work = SharedWork(self.cache_bytes)
         for lm in self.models.values():
             watch(lm.net)
 
@@ -58,16 +73,13 @@ class Workshop:
         return await asyncio.get_running_loop().run_in_executor(self.model_thread, fn, *args)
 
     async def run_model(self, request: Request, route: str, fn, *args):
-        """``fn(*args)`` on the model thread, one at a time, within the route's time budget and
-        stopped when the page that asked leaves (`budget.py`)."""
-        budget = WorkBudget(f"this {route.replace('_', ' ')}", SECONDS[route])
-        if self.stopping.is_set():
-            budget.cancel("the server is stopping")
-        self.running.add(budget)
+        """``fn(*args)`` on the model thread in its client's turn (`fair_queue.py`), within the
+        route's time budget and stopped when the page that asked leaves (`budget.py`)."""
+        budget = self._budget(route)
         gone = functools.partial(budget.cancel, "the page that asked for it left", CLIENT_GONE)
         watcher = asyncio.create_task(when_gone(request, gone))
         try:
-            async with self.lock:
+            async with self.queue.turn(client_of(request)):
                 return await self.on_model_thread(budget.run, fn, *args)
         except asyncio.CancelledError:  # the server is stopping: the model thread must stop too
             budget.cancel("the server is stopping")
@@ -77,6 +89,64 @@ class Workshop:
         finally:
             watcher.cancel()
             self.running.discard(budget)
+
+    async def shared(self, request: Request, route: str, body: BaseModel, fn, *args) -> Response:
+        """The JSON answer of ``fn(*args)``, which depends only on ``body`` (the route's validated
+        request) and the models it names: kept, joined in flight, or computed once in the
+        asking client's turn (`shared_work.py`). The page that asked leaving stops the
+        computation only if no other page waits for it."""
+        names = [body.model, *([body.base] if isinstance(getattr(body, "base", None), str) else [])]
+        key = (route, tuple(model_stamp(self.models[name]) for name in names), body.model_dump_json())
+        client = client_of(request)
+
+        def start() -> Flight:
+            ticket = self.queue.enter(client)  # 429: this student waits for another answer already
+            budget = self._budget(route)
+            task = asyncio.create_task(self._computation(ticket, budget, fn, *args))
+            task.add_done_callback(lambda _: (self.queue.leave(ticket), self.running.discard(budget)))
+
+            def stop(reason: str, status: int) -> None:
+                budget.cancel(reason, status)
+                if self.queue.waiting(ticket):  # not on the model thread yet: no need to wait its turn
+                    task.cancel()
+
+            return Flight(task, stop, owner=ticket)
+
+        def joined(flight: Flight) -> None:
+            if client == TEACHER:  # the teacher waits for it too: it goes with the teacher's line
+                self.queue.promote(flight.owner)
+
+        left = asyncio.create_task(when_gone(request, lambda: None))
+        try:
+            answer = await self.work.answer(key, start, left, joined)
+        finally:
+            left.cancel()
+        return Response(answer, media_type="application/json")
+
+    def work_stats(self) -> dict[str, int]:
+        """The shared work's counts: {hits, misses, entries, bytes, limit_bytes, queued}."""
+        return {**self.work.stats(), "queued": self.queue.queued}
+
+    def _budget(self, route: str) -> WorkBudget:
+        """A budget for one piece of ``route``'s work, counted among the work in flight."""
+        budget = WorkBudget(f"this {route.replace('_', ' ')}", SECONDS[route])
+        if self.stopping.is_set():
+            budget.cancel("the server is stopping")
+        self.running.add(budget)
+        return budget
+
+    async def _computation(self, ticket, budget: WorkBudget, fn, *args) -> bytes:
+        """``fn(*args)`` as JSON bytes, on the model thread in ``ticket``'s turn; the library's
+        ValueError / TypeError / KeyError on an input the checks let through: a 400."""
+        await self.queue.wait(ticket)
+        try:
+            return await self.on_model_thread(budget.run, _as_json, fn, *args)
+        except WorkStopped as stopped:
+            raise RequestError(str(stopped), stopped.status) from None
+        except RequestError:
+            raise
+        except (ValueError, TypeError, KeyError) as error:
+            raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from error
 
     def stop_work(self, reason: str = "the server is stopping") -> None:
         """Stop the work in flight and the streams now (503s and closed streams, not a
@@ -124,3 +194,8 @@ def settings(body: Sampling, max_new_tokens: int = 1):
         return generation_settings(max_new_tokens=max_new_tokens, **body.sampling())
     except ValueError as error:
         raise RequestError(str(error)) from None
+
+
+def _as_json(fn, *args) -> bytes:
+    """``fn(*args)`` rendered as the JSON a `JSONResponse` of it sends (byte for byte)."""
+    return JSONResponse(fn(*args)).body

@@ -16,6 +16,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from glassformer.workshop.door.budget import WorkBudget, WorkStopped
+from glassformer.workshop.door.fair_queue import client_of
 from glassformer.workshop.door.http import RequestError, read_request
 from glassformer.workshop.door.limits import SECONDS
 from glassformer.workshop.door.request_types import GenerateRequest
@@ -41,15 +42,16 @@ def generate_routes(workshop: Workshop) -> list[Route]:
             raise RequestError(str(error)) from error
 
         budget = WorkBudget("this generation", SECONDS["generate"])
+        client = client_of(request)
 
         async def events():
-            """One token per forward pass, the lock held for that pass only: another client's
-            request goes between two tokens (the lock is first come, first served)."""
+            """One token per forward pass, the model held for that pass only: another client's
+            request goes between two tokens (`fair_queue.py`: each step waits in the client's lane)."""
             tokens = token_events(lm, body.text, chosen)
             workshop.running.add(budget)
             try:
                 while not workshop.stopping.is_set():
-                    async with workshop.lock:
+                    async with workshop.queue.turn(client, stream=True):
                         event = await workshop.on_model_thread(budget.run, next, tokens, None)
                     if event is None:
                         break
@@ -59,7 +61,7 @@ def generate_routes(workshop: Workshop) -> list[Route]:
             finally:  # also when the client left: shielded, it waits for a step in flight
                 workshop.running.discard(budget)
                 with anyio.CancelScope(shield=True):
-                    async with workshop.lock:
+                    async with workshop.queue.turn(client, stream=True):
                         await workshop.on_model_thread(tokens.close)  # its hooks come off the model now
 
         return StreamingResponse(

@@ -10,7 +10,8 @@
                            how far it moved (`attention_change.py`)
 
 Each reads a model that reads text, its texts within the route's limit (`Workshop.reader`),
-and runs on the model thread (`model_work.py`).
+and runs on the model thread once for every page that asks the same (`Workshop.shared`,
+`shared_work.py`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from __future__ import annotations
 import functools
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
-from glassformer.workshop.door.http import answer, read_request
+from glassformer.workshop.door.http import read_request
 from glassformer.workshop.door.request_types import (
     AttentionChangeRequest,
     ExplainRequest,
@@ -38,31 +39,30 @@ from glassformer.workshop.reading.tokenization import explain as explain_tokens
 def reading_routes(workshop: Workshop) -> list[Route]:
     """The routes above, on ``workshop``'s models."""
 
-    async def tokens(request: Request) -> JSONResponse:
+    async def tokens(request: Request) -> Response:
         body = await read_request(request, TokensRequest)
         lm = workshop.reader(body.model, "tokens", body.text)
-        return await answer(workshop.run_model(request, "tokens", explain_tokens, lm, body.text))
+        return await workshop.shared(request, "tokens", body, explain_tokens, lm, body.text)
 
-    async def sentence_similarity(request: Request) -> JSONResponse:
+    async def sentence_similarity(request: Request) -> Response:
         body = await read_request(request, SimilarityRequest)
         lm = workshop.reader(body.model, "similarity", body.text, body.other)
-        return await answer(workshop.run_model(request, "similarity", similarity, lm, body.text, body.other))
+        return await workshop.shared(request, "similarity", body, similarity, lm, body.text, body.other)
 
-    async def explain(request: Request) -> JSONResponse:
+    async def explain(request: Request) -> Response:
         body = await read_request(request, ExplainRequest)
         lm = workshop.reader(body.model, "explain", body.text)
         explain_one = functools.partial(explain_prediction, keep_first=body.keep_first, samples=body.samples)
-        work = workshop.run_model(request, "explain", explain_one, lm, body.text, body.method, body.target)
-        return await answer(work)
+        return await workshop.shared(
+            request, "explain", body, explain_one, lm, body.text, body.method, body.target
+        )
 
-    async def attention_changed(request: Request) -> JSONResponse:
+    async def attention_changed(request: Request) -> Response:
         body = await read_request(request, AttentionChangeRequest)
         after = workshop.reader(body.model, "attention_change", body.text)
         before = workshop.model(body.base)
-        work = workshop.run_model(
-            request, "attention_change", attention_change, before, after, body.text, body.layer, body.head
-        )
-        return await answer(work)
+        args = (before, after, body.text, body.layer, body.head)
+        return await workshop.shared(request, "attention_change", body, attention_change, *args)
 
     return [
         Route("/api/tokens", tokens, methods=["POST"]),

@@ -11,16 +11,17 @@
                            -> what each layer would predict at the last position (`lens.py`)
 
 Each reads its pass with `Workshop.pass_input` (`pass_input.read_pass`) and runs it on the
-model thread within its route's limits (`model_work.py`).
+model thread within its route's limits, once for every page that asks the same
+(`Workshop.shared`, `shared_work.py`).
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
-from glassformer.workshop.door.http import RequestError, answer, read_request
+from glassformer.workshop.door.http import RequestError, read_request
 from glassformer.workshop.door.request_types import PassRequest, StageRequest, WalkRequest
 from glassformer.workshop.model_work import Workshop, settings
 from glassformer.workshop.walk import payload
@@ -30,19 +31,17 @@ from glassformer.workshop.walk.lens import lens as lens_payload
 def walk_routes(workshop: Workshop) -> list[Route]:
     """The routes above, on ``workshop``'s models."""
 
-    async def walk(request: Request) -> JSONResponse:
+    async def walk(request: Request) -> Response:
         body = await read_request(request, WalkRequest)
         given = workshop.pass_input(body, "walk")
-        return await answer(
-            workshop.run_model(request, "walk", payload.walk, given, settings(body), body.model)
-        )
+        return await workshop.shared(request, "walk", body, payload.walk, given, settings(body), body.model)
 
-    async def stage(request: Request) -> JSONResponse:
+    async def stage(request: Request) -> Response:
         body = await read_request(request, StageRequest)
         given = workshop.pass_input(body, "stage")
-        return await answer(workshop.run_model(request, "stage", payload.stage, given, body.name))
+        return await workshop.shared(request, "stage", body, payload.stage, given, body.name)
 
-    async def lens(request: Request) -> JSONResponse:
+    async def lens(request: Request) -> Response:
         body = await read_request(request, PassRequest)
         lm = workshop.model(body.model)
         if not lm.config.has_lm_head:
@@ -50,7 +49,7 @@ def walk_routes(workshop: Workshop) -> list[Route]:
                 "a sentence encoder or a classifier has no head to read its layers with: no logit lens"
             )
         given = workshop.pass_input(body, "lens")
-        return await answer(workshop.run_model(request, "lens", lens_payload, given))
+        return await workshop.shared(request, "lens", body, lens_payload, given)
 
     return [
         Route("/api/walk", walk, methods=["POST"]),

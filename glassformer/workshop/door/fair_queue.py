@@ -1,0 +1,168 @@
+"""Whose model work goes next: the teacher's first, then the students' in turn, one request
+each at a time.
+
+The model thread runs one piece of work at a time. With a class on one server (issue 30),
+thirty students must not push the teacher's walk to the back, nor one student's clicks the
+others': the teacher's requests are served first, in the order they came; the students'
+round-robin, one turn per student per round; and a student has at most one request queued or
+running (a second while one waits is answered 429). Without a class every request is the
+teacher's (`client_of`), so the order is the order of arrival, as the one lock served it.
+
+    async with queue.turn(client_of(request)):       # 429 if this student already waits
+        await on_model_thread(work)                   # nothing else runs meanwhile
+    async with queue.turn(client, stream=True): ...   # one step of a stream: waits in the
+                                                      # client's lane, not counted as its request
+
+A shared computation (`shared_work.py`) takes its ticket when it starts (`enter`), waits for
+it on its own task (`wait`) and gives it back when it ends (`leave`); a teacher who joins a
+student's computation still waiting moves it to the teacher's line (`promote`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+
+from glassformer.workshop.door.http import RequestError
+
+TEACHER = "teacher"
+ONE_AT_A_TIME = (
+    "you have a request waiting for the model already: in a class the workshop takes one request "
+    "at a time from each student; wait for its answer, then ask again"
+)
+
+
+def client_of(request: Request) -> str:
+    """Who asked (set by the guard): "teacher", or "student:<id>" (without a class: the teacher)."""
+    return request.scope.get("state", {}).get("client", TEACHER)
+
+
+class Ticket:
+    """One request's place: ``client``, whether it counts as the client's one request, and the
+    future set when its turn comes."""
+
+    __slots__ = ("client", "counted", "turn")
+
+    def __init__(self, client: str, counted: bool) -> None:
+        self.client, self.counted = client, counted
+        self.turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class FairQueue:
+    """One turn at a time: the teacher's line first, then the students' lanes round-robin."""
+
+    def __init__(self) -> None:
+        self._teacher: deque[Ticket] = deque()  # the teacher's requests waiting, in arrival order
+        self._lanes: dict[str, deque[Ticket]] = {}  # each student's requests waiting
+        self._round: deque[str] = deque()  # the students with a request waiting, the next first
+        self._counted: set[str] = set()  # students with their one request queued or running
+        self._holder: Ticket | None = None  # the request whose turn it is
+
+    @property
+    def queued(self) -> int:
+        """How many requests wait (the one running not counted)."""
+        return len(self._teacher) + sum(len(lane) for lane in self._lanes.values())
+
+    def ahead(self, client: str) -> int:
+        """How many requests go before ``client``'s next turn, as the queue stands now: the one
+        running, the teacher's line, and one per student before it in the round (a client with
+        nothing waiting: how many a new request of its would have ahead)."""
+        running = int(self._holder is not None)
+        if client == TEACHER:
+            waiting = any(ticket.client == TEACHER for ticket in self._teacher)
+            return running + (0 if waiting else len(self._teacher))
+        place = self._round.index(client) if client in self._round else len(self._round)
+        return running + len(self._teacher) + place
+
+    def enter(self, client: str, *, stream: bool = False) -> Ticket:
+        """A ticket for ``client`` (its turn may have come already). A student's second request
+        while its first is queued or running: 429. ``stream``: a step of a stream, which waits
+        in the client's lane but is not its one request."""
+        counted = client != TEACHER and not stream
+        if counted and client in self._counted:
+            raise RequestError(ONE_AT_A_TIME, status=429)
+        ticket = Ticket(client, counted)
+        if counted:
+            self._counted.add(client)
+        if client == TEACHER:
+            self._teacher.append(ticket)
+        else:
+            self._lanes.setdefault(client, deque()).append(ticket)
+            if client not in self._round:
+                self._round.append(client)
+        self._next()
+        return ticket
+
+    async def wait(self, ticket: Ticket) -> None:
+        """Until ``ticket``'s turn comes (cancelled: `leave` takes it out of the queue)."""
+        await ticket.turn
+
+    def waiting(self, ticket: Ticket) -> bool:
+        """Whether ``ticket`` still waits for its turn."""
+        return not ticket.turn.done()
+
+    def promote(self, ticket: Ticket) -> None:
+        """Move a student's waiting ``ticket`` to the end of the teacher's line (the teacher
+        waits for it too)."""
+        lane = self._lanes.get(ticket.client)
+        if lane is None or ticket not in lane:
+            return
+        self._take_out(ticket)
+        self._teacher.append(ticket)
+
+    def leave(self, ticket: Ticket) -> None:
+        """``ticket``'s work is over (done, failed, or given up while waiting): the next turn
+        goes on. Safe to call twice."""
+        if ticket.counted:
+            self._counted.discard(ticket.client)
+        if self._holder is ticket:
+            self._holder = None
+            self._next()
+        else:
+            self._take_out(ticket)
+            if not ticket.turn.done():
+                ticket.turn.cancel()
+            self._next()
+
+    @contextlib.asynccontextmanager
+    async def turn(self, client: str, *, stream: bool = False) -> AsyncIterator[None]:
+        """The model is ``client``'s while the block runs (`enter`, `wait`, `leave`)."""
+        ticket = self.enter(client, stream=stream)
+        try:
+            await self.wait(ticket)
+            yield
+        finally:
+            self.leave(ticket)
+
+    def _next(self) -> None:
+        """Give the turn to the next ticket still waiting: the teacher's, else the next student's."""
+        while self._holder is None and (self._teacher or self._round):
+            if self._teacher:
+                ticket = self._teacher.popleft()
+            else:
+                ticket = self._lanes[self._round[0]][0]
+                self._take_out(ticket)
+            if not ticket.turn.done():  # one whose task was cancelled meanwhile is skipped
+                self._holder = ticket
+                ticket.turn.set_result(None)
+
+    def _take_out(self, ticket: Ticket) -> None:
+        """Remove a waiting ``ticket`` from its line; a student whose lane empties leaves the
+        round, one with more waiting goes to its end."""
+        if ticket in self._teacher:
+            self._teacher.remove(ticket)
+            return
+        lane = self._lanes.get(ticket.client)
+        if lane is None or ticket not in lane:
+            return
+        first = lane[0] is ticket
+        lane.remove(ticket)
+        if not lane:
+            del self._lanes[ticket.client]
+            self._round.remove(ticket.client)
+        elif first and self._round[0] == ticket.client:
+            self._round.rotate(-1)  # served (or gone): the others come first
