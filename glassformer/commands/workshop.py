@@ -1,4 +1,9 @@
-"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--token T] [--no-browser]``."""
+"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--token T] [--class] [--no-browser]``.
+
+With ``--class`` a class runs on this server (`glassformer.workshop.classroom`): besides its
+usual lines the command prints the teacher's link (``teacher: ``, a login link that works once)
+and the students' link (``students: ``, ``?token=<the students' token>``) with a QR code of it
+for the projector; bound beyond this machine, it says what each link allows."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from glassformer.commands.runs import RUNS_ROOT
 DEFAULT_MODELS = ("smollm2-135m-instruct", "minilm-l6")
 EVERY_INTERFACE = ("0.0.0.0", "::", "")
 TOKEN_VARIABLE = "GLASSFORMER_TOKEN"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 GRACE_S = 2  # Ctrl-C: requests still running get this long, then they are stopped
 
 
@@ -42,6 +48,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         help=f"the secret the page and scripts must show (default: ${TOKEN_VARIABLE}, else a new random one "
         "at each start). Fix it for a class so the links you share keep working across restarts; "
         "scripts send it as 'Authorization: token TOKEN'",
+    )
+    parser.add_argument(
+        "--class",
+        dest="classroom",
+        action="store_true",
+        help="teach a class on this server: prints a teacher's link and a students' link (with a QR "
+        "code). The teacher's walk shows on every student's screen; students may follow, walk, "
+        "generate and open the views, not start the lab's runs, run lessons' code, open models or "
+        "change the class. Use with --host 0.0.0.0 so the students' machines can reach it",
     )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.set_defaults(handler=run)
@@ -94,18 +109,66 @@ def run(args: argparse.Namespace) -> int:
         print(exposure(args.host), file=sys.stderr)
     origins = {name: origin(name) for name in models if origin(name) in models}  # a fine-tuned run's base
     # the lab's runs: runs/, as the CLI's
-    app = create_app(models, runs_root=RUNS_ROOT, origins=origins, token=token, hosts=hosts)
+    classroom = getattr(args, "classroom", False)
+    app = create_app(
+        models, runs_root=RUNS_ROOT, origins=origins, token=token, hosts=hosts, classroom=classroom
+    )
     name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
-    address = f"http://{f'[{name}]' if ':' in name else name}:{args.port}/"
+    address = _address(name, args.port)
     # a login code works once: what the browser's history keeps of the link opens nothing later
     print(f"the workshop is at {address}?login={app.state.login_link()}  (Ctrl-C stops it)", flush=True)
     print(f"  that link works once; for another browser: {address}?token={token}", flush=True)
+    if classroom:
+        announce_class(app, address, args.host, args.port)
     if not args.no_browser:
         import webbrowser
 
         webbrowser.open(f"{address}?login={app.state.login_link()}")
     serve(app, args.host, args.port)
     return 0
+
+
+def announce_class(app, address: str, host: str, port: int, out=None) -> None:
+    """The class's two links, the students' as a QR code too; beyond this machine, what each
+    allows. The students' link names this machine as the students reach it: bound to every
+    interface, its address on the network it reaches others by."""
+    from glassformer.workshop.classroom.class_links import print_qr, students_link
+
+    out = out or sys.stdout
+    room = app.state.classroom
+    room.address = _address(network_address(), port) if host in EVERY_INTERFACE else address
+    link = students_link(room.address, room.key.token)
+    print(f"teacher: {address}?login={app.state.login_link()}", file=out)
+    print(f"students: {link}", file=out)
+    print_qr(link, out)
+    if host not in LOOPBACK_NAMES:
+        print(
+            "  the teacher's link allows everything: the class, the lab's runs, lessons' code, models",
+            file=out,
+        )
+        print(
+            "  the students' link allows following the class, the walk, generation and the views; "
+            "not the lab's runs, lessons' code, models or the class",
+            file=out,
+        )
+    out.flush()
+
+
+def network_address() -> str:
+    """This machine's address on the network it reaches others by (no packet is sent: a UDP
+    socket only picks its route); 127.0.0.1 when it has none."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 1))
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def _address(name: str, port: int) -> str:
+    return f"http://{f'[{name}]' if ':' in name else name}:{port}/"
 
 
 def serve(app, host: str, port: int) -> None:
