@@ -137,3 +137,10 @@ def test_without_a_class_every_request_is_the_teacher_s(tmp_path):
     assert answer.status_code == 404
     assert answer.json() == {"error": "no class runs here: start the workshop with --class"}
     assert app.state.classroom is None
+
+
+def test_a_class_s_teaching_link_holds_the_students_token(app):
+    navigation = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    page = as_teacher(app).get("/teach?level=beginner", headers=navigation)
+    assert page.status_code == 200
+    assert f"token={app.state.classroom.key.token}" in page.text and app.state.token not in page.text

@@ -3,7 +3,8 @@
 GET  /                 the page (static/index.html, its modules preloaded: `module_graph.py`)
 GET  /static/...       its ES modules and styles (`static/`; `viz/assets` at static/viz/)
 GET  /teach            ?<the page's settings> -> a page with the link that opens this walk in
-                       teaching mode in a class's fresh browsers (token included); answered
+                       teaching mode in a class's fresh browsers (token included: when a
+                       class runs, the students' token, never the teacher's); answered
                        only to a top-level navigation, never to a script (`teach.py`)
 GET  /views/{view}     ?model=&text=&layer=&head= -> a notebook view's HTML (`views.py`),
                        with its own Content-Security-Policy
@@ -12,6 +13,7 @@ GET  /favicon.ico      204: the views ask for one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.requests import Request
@@ -30,8 +32,9 @@ STATIC = Path(__file__).parent / "static"
 VIZ_ASSETS = Path(__file__).resolve().parents[1] / "viz" / "assets"  # served at static/viz/
 
 
-def page_routes(workshop: Workshop, token: str) -> list[BaseRoute]:
-    """The routes above; a view draws one of ``workshop``'s models; /teach shows ``token``.
+def page_routes(workshop: Workshop, token: str | Callable[[], str]) -> list[BaseRoute]:
+    """The routes above; a view draws one of ``workshop``'s models; /teach shows ``token``
+    (or what it returns, asked at each request: a class's students' token, which changes).
     The static mounts come last in the app's routes (they answer every path under them)."""
     page = with_preloads(STATIC / "index.html", {"": STATIC, "viz/": VIZ_ASSETS}, "js/main.js")  # read once
 
@@ -49,7 +52,7 @@ def page_routes(workshop: Workshop, token: str) -> list[BaseRoute]:
 
     return [
         Route("/", index),
-        Route("/teach", lambda request: teach_page(request, token)),
+        Route("/teach", lambda request: teach_page(request, token() if callable(token) else token)),
         Route("/views/{view}", view),
         Route("/favicon.ico", lambda request: Response(status_code=204)),  # the views ask for one
         Mount(

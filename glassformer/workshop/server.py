@@ -83,7 +83,8 @@ def create_app(
         *lab_routes(workshop.lab, STATIC / "lab.html", workshop.stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
         *class_routes(room, workshop),
-        *page_routes(workshop, token),  # last: its static mounts answer every path under /static
+        # last: its static mounts answer every path under /static; a class's teaching link is the students'
+        *page_routes(workshop, lambda: room.key.token if room is not None and room.key.token else token),
     ]
 
     @contextlib.asynccontextmanager
