@@ -98,6 +98,8 @@ def test_the_qr_code_is_an_svg_with_no_script(app):
     assert answer.text.startswith("<svg") and "<path" in answer.text
     assert not re.search(r"<script|javascript:|\bon\w+=|<foreignObject", answer.text, re.I)
     assert app.state.classroom.key.token not in answer.text  # the link is in its modules, not its markup
+    assert client(app, app.state.token).get("/api/class/qr.svg?at=1700000000").status_code == 200
+    assert client(app, app.state.token).get("/api/class/qr.svg?size=9").status_code == 400
 
 
 def test_an_ended_class_answers_404_and_its_students_are_out(app):

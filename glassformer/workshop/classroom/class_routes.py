@@ -11,7 +11,8 @@ has already told the teacher from a student and refused a student a teacher's ro
     POST /api/class/students    (teacher) {} -> {students: a new link}; the old one opens nothing
     POST /api/class/end         (teacher) {} -> {ended: true}: the students' token revoked,
                                 the streams get `end`
-    GET  /api/class/qr.svg      (teacher) the students' link as a QR code (image/svg+xml)
+    GET  /api/class/qr.svg      (teacher) ?at=<a cache-buster, ignored>: the students' link as a
+                                QR code (image/svg+xml)
 
 Without a class (the workshop started without ``--class``) each answers 404 with how to
 start one; once the class has ended, 404 saying so. Each answer is small and made at once;
@@ -32,7 +33,7 @@ from glassformer.workshop.classroom.class_events import class_events, last_event
 from glassformer.workshop.classroom.class_links import qr_svg, students_link
 from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
 from glassformer.workshop.door.http import RequestError, read_query, read_request
-from glassformer.workshop.door.request_types import ClassEventsQuery, ClassUpdate, Empty, NoQuery
+from glassformer.workshop.door.request_types import ClassEventsQuery, ClassUpdate, Empty, NoQuery, QrQuery
 from glassformer.workshop.door.rights import TEACHER
 from glassformer.workshop.model_work import Workshop
 
@@ -88,7 +89,7 @@ def class_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]
         return JSONResponse({"ended": True})
 
     async def qr(request: Request) -> Response:
-        read_query(request, NoQuery)
+        read_query(request, QrQuery)
         room = the_class()
         return Response(qr_svg(link(request, room)), media_type="image/svg+xml", headers=NO_STORE)
 

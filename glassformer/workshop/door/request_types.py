@@ -18,7 +18,7 @@ where the model is known: `limits.py` and the library.
     RunRequest         {run}                      the lab's continue, a run opened as a model
     LabStartRequest    {preset, fields: {"train.steps": 300, ...}}   the lab's start, and its estimate
     ClassUpdate        any of {model, text, level, step, stage, zoom, panel, sampling}: a class's change
-    ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery, ClassEventsQuery, NoQuery
+    ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery, ClassEventsQuery, QrQuery, NoQuery
                        the query strings of the GET routes
 """
 
@@ -244,6 +244,10 @@ class ClassUpdate(Request):
 
 class ClassEventsQuery(Query):
     following: Literal["0", "1"] = "0"  # 1: this page follows the teacher (counted as following)
+
+
+class QrQuery(Query):
+    at: Annotated[str, StringConstraints(max_length=40)] = ""  # a page's cache-buster (a time), ignored
 
 
 class NoQuery(Query):
