@@ -6,8 +6,9 @@ stage, a lens, the tokens, a similarity, an explanation, an attention change dep
 their request, so each is computed once: keyed by the route, the models it reads (by
 `model_stamp`: the object and its weights, so a run opened again or weights changed in
 place never get an old answer) and the validated request's canonical JSON, and kept as the
-answer's JSON bytes. The answers are held least recently used first out, within
-``limit_bytes``; an error is not kept (the next ask tries again).
+answer's JSON bytes (a walk without a seed draws its sample once: every page gets the same
+draw). The answers are held least recently used first out, within ``limit_bytes``; an error
+is not kept (the next ask tries again).
 
     work = SharedWork(limit_bytes=256 << 20)
     body = await work.answer(key, start, left)   # bytes: kept, joined in flight, or computed
