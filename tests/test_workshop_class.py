@@ -46,7 +46,7 @@ def test_the_state_as_each_role_reads_it(app):
     assert teacher["model"] == "tiny" and teacher["level"] == "beginner" and teacher["step"] == 1
     assert teacher["stage"] is None and teacher["sampling"] == {} and teacher["role"] == "teacher"
     assert teacher["students"] == {"connected": 0, "following": 0}
-    assert teacher["links"]["students"] == f"{BASE}/?token={app.state.classroom.key.token}"
+    assert teacher["links"]["students"] == f"{BASE}/?lock=1&token={app.state.classroom.key.token}"
     student = client(app, app.state.classroom.key.token).get("/api/class").json()
     assert set(student) == KEYS and student["role"] == "student"
     assert client(app, app.state.token).get("/api/class?x=1").status_code == 400  # no query taken

@@ -54,7 +54,7 @@ def test_class_prints_both_links_and_the_qr_code(started, capsys):
     teacher = printed_line(out, "teacher: ")
     students = printed_line(out, "students: ")
     assert re.fullmatch(r"http://127\.0\.0\.1:8799/\?login=[\w-]+", teacher)
-    assert students == f"http://127.0.0.1:8799/?token={app.state.classroom.key.token}"
+    assert students == f"http://127.0.0.1:8799/?lock=1&token={app.state.classroom.key.token}"
     assert "class-teacher-token" not in students
     assert re.search(r"[█▀▄]{20,}", out)  # the QR code
     assert "allows" not in out  # on this machine only: nothing exposed to say
@@ -73,7 +73,7 @@ def test_class_on_every_interface_says_what_each_link_allows(started, capsys):
     app = started("--class", "--host", "0.0.0.0", "--port", "8798")
     captured = capsys.readouterr()
     students = printed_line(captured.out, "students: ")
-    assert students == f"{app.state.classroom.address}?token={app.state.classroom.key.token}"
+    assert students == f"{app.state.classroom.address}?lock=1&token={app.state.classroom.key.token}"
     assert app.state.classroom.address == f"http://{command.network_address()}:8798/"
     allows = [line for line in captured.out.splitlines() if "allows" in line]
     assert len(allows) == 2

@@ -121,7 +121,7 @@ def test_a_new_students_link_closes_the_old_link_and_cookie(app):
     teacher = as_teacher(app)
     new_link = teacher.post("/api/class/students", json={}).json()["students"]
     new = new_link.split("token=")[1]
-    assert new != old and new_link.startswith(f"{BASE}/?token=")
+    assert new != old and new_link.startswith(f"{BASE}/?lock=1&token=")
     assert browser.get("/api/class").status_code == 403  # the old cookie
     assert TestClient(app, base_url=BASE).get(f"/?token={old}").status_code == 403  # the old link
     assert teacher.get("/api/class").status_code == 200  # the teacher's still works

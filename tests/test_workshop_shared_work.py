@@ -1,6 +1,6 @@
 """One computation for a class (issue 30): an answer kept and served to every page that asks the
 same, a computation in flight joined, and the model's turns shared fairly (the teacher first,
-students in turn, one request each at a time).
+students in turn, one request each per round, at most LANE_LIMIT each waiting).
 
 What is measured is how often the work ran and in which order, never how fast: the work is held
 on an event (or a flag) until every request is in, so the tests pass on a busy machine."""
@@ -19,7 +19,8 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from glassformer.workshop.door.fair_queue import FairQueue
+from glassformer.workshop.door import fair_queue
+from glassformer.workshop.door.fair_queue import LANE_LIMIT, FairQueue
 from glassformer.workshop.door.http import RequestError
 from glassformer.workshop.door.request_types import WalkRequest
 from glassformer.workshop.model_work import settings
@@ -303,7 +304,8 @@ def test_a_computation_nobody_waits_for_any_more_stops(app, lm):
     assert workshop.work_stats()["misses"] == 2 and workshop.work_stats()["entries"] == 1
 
 
-def test_a_student_asks_one_thing_at_a_time_but_may_join_what_others_asked(app):
+def test_a_student_past_the_lane_limit_is_refused_but_may_join_what_others_asked(app, monkeypatch):
+    monkeypatch.setattr(fair_queue, "LANE_LIMIT", 1)
     workshop, released = app.state.workshop, threading.Event()
 
     def held(text: str) -> dict:
@@ -316,7 +318,7 @@ def test_a_student_asks_one_thing_at_a_time_but_may_join_what_others_asked(app):
         first = asyncio.create_task(workshop.shared(pages[0].request, "walk", walk, held, TEXT))
         await _until(lambda: workshop.work.misses == 1, "the first walk started")
         other = WalkRequest(model="char", text="the mat.")
-        with pytest.raises(RequestError, match="one request at a time") as refused:
+        with pytest.raises(RequestError, match="requests waiting for the model already") as refused:
             await workshop.shared(pages[1].request, "walk", other, held, "the mat.")
         assert refused.value.status == 429
         joined = asyncio.create_task(workshop.shared(pages[1].request, "walk", walk, held, TEXT))
@@ -398,21 +400,22 @@ def test_the_teacher_goes_first_and_the_students_in_turn():
     ]
 
 
-def test_a_student_has_one_request_queued_or_running():
+def test_a_student_has_at_most_lane_limit_requests_queued_or_running():
     async def scenario() -> None:
         queue = FairQueue()
         running = queue.enter("student:a")
         waiting = queue.enter("student:b")
+        more = [queue.enter(client) for client in ("student:a", "student:b") for _ in range(LANE_LIMIT - 1)]
         for client in ("student:a", "student:b"):
-            with pytest.raises(RequestError, match="one request at a time") as refused:
+            with pytest.raises(RequestError, match="requests waiting for the model already") as refused:
                 queue.enter(client)
             assert refused.value.status == 429
-        step = queue.enter("student:a", stream=True)  # a stream's step is not its one request
+        step = queue.enter("student:a", stream=True)  # a stream's step is not counted
         extra = [queue.enter("teacher"), queue.enter("teacher")]  # the teacher: no limit
         queue.leave(running)
         assert not queue.waiting(extra[0]) and queue.waiting(waiting)
-        again = queue.enter("student:a")  # its request answered: it may ask again
-        for ticket in (*extra, waiting, step, again):
+        again = queue.enter("student:a")  # one of its requests answered: it may ask again
+        for ticket in (*extra, waiting, step, again, *more):
             queue.leave(ticket)
         assert queue.queued == 0
 

@@ -100,7 +100,7 @@ class Workshop:
         client = client_of(request)
 
         def start() -> Flight:
-            ticket = self.queue.enter(client)  # 429: this student waits for another answer already
+            ticket = self.queue.enter(client)  # 429: this student has LANE_LIMIT requests waiting already
             budget = self._budget(route)
             task = asyncio.create_task(self._computation(ticket, budget, fn, *args))
             task.add_done_callback(lambda _: (self.queue.leave(ticket), self.running.discard(budget)))

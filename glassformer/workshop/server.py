@@ -51,6 +51,7 @@ from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.page_routes import STATIC, page_routes
 from glassformer.workshop.reading.generate_routes import generate_routes
 from glassformer.workshop.reading.reading_routes import reading_routes
+from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES
 from glassformer.workshop.walk.walk_routes import walk_routes
 
 
@@ -62,6 +63,7 @@ def create_app(
     token: str | None = None,
     hosts: Iterable[str] | None = LOOPBACK,
     classroom: bool = False,
+    cache_bytes: int = DEFAULT_LIMIT_BYTES,
 ) -> Starlette:
     """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
     under ``runs_root``. ``origins``: {fine-tuned model: the model it was fine-tuned from},
@@ -69,11 +71,12 @@ def create_app(
     ``token``: the secret a page or script must show (`guard.py`; None: a new one, read back
     as ``app.state.token``); ``hosts``: the Host names answered (None: any, the token alone).
     ``classroom``: a class runs from the start (`classroom/`), read back as
-    ``app.state.classroom`` (None without one), its students' token made now."""
+    ``app.state.classroom`` (None without one), its students' token made now. ``cache_bytes``:
+    how many bytes of answers the shared work keeps (`shared_work.py`)."""
     if not models:
         raise ValueError("the workshop needs at least one model")
     token = new_token() if token is None else token
-    workshop = Workshop(models, dict(origins or {}), Lab(runs_root))
+    workshop = Workshop(models, dict(origins or {}), Lab(runs_root), cache_bytes=cache_bytes)
     room = Classroom(list(models)) if classroom else None
     routes = [
         *model_routes(workshop),

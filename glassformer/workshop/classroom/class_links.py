@@ -1,8 +1,9 @@
 """The students' link of a class, as text, as an SVG QR code (for the teacher's screen or a
 projector) and as a QR code in the terminal (for the command).
 
-The link is the workshop's address with ``?token=<the students' token>``: opening it sets the
-students' token as the browser's cookie (`door/guard.py`) and opens the page. The QR codes
+The link is the workshop's address with ``?lock=1&token=<the students' token>``: opening it
+sets the students' token as the browser's cookie (`door/guard.py`) and opens the page in
+teaching mode (``lock=1``: the walk revealed step by step, as the teacher shows it). The QR codes
 are made by the ``qrcode`` library: its SVG is paths only (no text, no script), and the link
 is in its modules, never in its markup.
 """
@@ -19,7 +20,7 @@ import qrcode.image.svg
 
 def students_link(address: str, token: str) -> str:
     """The students' link at ``address`` (a base URL ending in "/")."""
-    return f"{address}?{urlencode({'token': token})}"
+    return f"{address}?{urlencode({'lock': 1, 'token': token})}"
 
 
 def qr_svg(link: str) -> str:

@@ -1,14 +1,16 @@
 """Whose model work goes next: the teacher's first, then the students' in turn, one request
-each at a time.
+each per round.
 
 The model thread runs one piece of work at a time. With a class on one server (issue 30),
 thirty students must not push the teacher's walk to the back, nor one student's clicks the
 others': the teacher's requests are served first, in the order they came; the students'
-round-robin, one turn per student per round; and a student has at most one request queued or
-running (a second while one waits is answered 429). Without a class every request is the
-teacher's (`client_of`), so the order is the order of arrival, as the one lock served it.
+round-robin, one turn per student per round, each student's own requests in the order they
+came (a page asks for its walk, its tokens and its lens at once: they wait in its lane). A
+student has at most `LANE_LIMIT` requests queued or running; one more is answered 429.
+Without a class every request is the teacher's (`client_of`), so the order is the order of
+arrival, as the one lock served it.
 
-    async with queue.turn(client_of(request)):       # 429 if this student already waits
+    async with queue.turn(client_of(request)):       # 429 past this student's LANE_LIMIT
         await on_model_thread(work)                   # nothing else runs meanwhile
     async with queue.turn(client, stream=True): ...   # one step of a stream: waits in the
                                                       # client's lane, not counted as its request
@@ -30,9 +32,10 @@ from starlette.requests import Request
 from glassformer.workshop.door.http import RequestError
 
 TEACHER = "teacher"
-ONE_AT_A_TIME = (
-    "you have a request waiting for the model already: in a class the workshop takes one request "
-    "at a time from each student; wait for its answer, then ask again"
+LANE_LIMIT = 8  # a student's requests queued or running at once: a page asks about 4 at a time
+TOO_MANY = (
+    f"you have {LANE_LIMIT} requests waiting for the model already: in a class the workshop takes a "
+    "few at a time from each student; wait for their answers, then ask again"
 )
 
 
@@ -42,8 +45,8 @@ def client_of(request: Request) -> str:
 
 
 class Ticket:
-    """One request's place: ``client``, whether it counts as the client's one request, and the
-    future set when its turn comes."""
+    """One request's place: ``client``, whether it counts toward the client's `LANE_LIMIT`, and
+    the future set when its turn comes."""
 
     __slots__ = ("client", "counted", "turn")
 
@@ -59,7 +62,7 @@ class FairQueue:
         self._teacher: deque[Ticket] = deque()  # the teacher's requests waiting, in arrival order
         self._lanes: dict[str, deque[Ticket]] = {}  # each student's requests waiting
         self._round: deque[str] = deque()  # the students with a request waiting, the next first
-        self._counted: set[str] = set()  # students with their one request queued or running
+        self._counted: dict[str, int] = {}  # each student's requests queued or running
         self._holder: Ticket | None = None  # the request whose turn it is
 
     @property
@@ -79,15 +82,15 @@ class FairQueue:
         return running + len(self._teacher) + place
 
     def enter(self, client: str, *, stream: bool = False) -> Ticket:
-        """A ticket for ``client`` (its turn may have come already). A student's second request
-        while its first is queued or running: 429. ``stream``: a step of a stream, which waits
-        in the client's lane but is not its one request."""
+        """A ticket for ``client`` (its turn may have come already). A student's request past
+        `LANE_LIMIT` queued or running: 429. ``stream``: a step of a stream, which waits in the
+        client's lane but is not counted (a stream never gets a 429 partway through)."""
         counted = client != TEACHER and not stream
-        if counted and client in self._counted:
-            raise RequestError(ONE_AT_A_TIME, status=429)
+        if counted and self._counted.get(client, 0) >= LANE_LIMIT:
+            raise RequestError(TOO_MANY, status=429)
         ticket = Ticket(client, counted)
         if counted:
-            self._counted.add(client)
+            self._counted[client] = self._counted.get(client, 0) + 1
         if client == TEACHER:
             self._teacher.append(ticket)
         else:
@@ -117,8 +120,11 @@ class FairQueue:
     def leave(self, ticket: Ticket) -> None:
         """``ticket``'s work is over (done, failed, or given up while waiting): the next turn
         goes on. Safe to call twice."""
-        if ticket.counted:
-            self._counted.discard(ticket.client)
+        if ticket.counted and ticket.client in self._counted:
+            ticket.counted = False  # leave() may run twice: counted off once
+            self._counted[ticket.client] -= 1
+            if not self._counted[ticket.client]:
+                del self._counted[ticket.client]
         if self._holder is ticket:
             self._holder = None
             self._next()

@@ -4,7 +4,7 @@
 // when one of them changes. A vision model reads an image instead of text
 // (body[data-input="image"]): a held-out one or a drawing (image_source.js).
 
-import { startClass } from "./class/class.js";
+import { classSettings, joinClass, startClass } from "./class/class.js";
 import { fetchModels, fetchWalk } from "./core/api.js";
 import { bindControls } from "./panels/controls.js";
 import { bindImageSource, chooseImage, imageShape } from "./image/image_source.js";
@@ -139,11 +139,9 @@ const controls = bindControls($("controls"), {
 // drawing the teacher's state, or handed back to the student to explore
 const CLASS_KEYS = ["model", "text", "level", "revealed", "stage", "zoom", "walk"];
 const classHooks = {
-  locked: readSettings(window.location.search).lock,
-  relock: () => window.location.replace(queryString({ ...state.get(), lock: true })),
   current: () => {
     const { model, text, level, stage, zoom } = state.get();
-    return { model, text, level, step: reveal ? reveal.count() : 1, stage: stage || null, zoom: zoom || null };
+    return { model, text, level, step: reveal ? reveal.count() : 1, stage: stage || null, zoom: zoom ?? "" };
   },
   onChange: (fn) => state.subscribe(CLASS_KEYS, () => state.get().walk && fn()),
   async show(teacher) {
@@ -195,7 +193,12 @@ async function start() {
     return;
   }
   const { models, sampling: samplingDefaults, class: classRuns } = answer;
-  const settings = readSettings(window.location.search, samplingDefaults);
+  const joined = classRuns ? await joinClass() : null; // a student's page opens where the class is
+  const settings = classSettings(readSettings(window.location.search, samplingDefaults), joined);
+  if (settings.lock && !readSettings(window.location.search).lock) {
+    window.location.replace(queryString(settings)); // a student follows in teaching mode: its reveal
+    return;
+  }
   let notice = "";
   if (!models.some((m) => m.name === settings.model)) {
     if (settings.model) notice = `This workshop does not hold the model '${settings.model}' named in the link; showing '${models[0].name}'.`;
@@ -208,7 +211,7 @@ async function start() {
   controls.show(settings);
   await run({ push: false }); // the link opened is the entry already
   if (notice && !messageShown()) showMessage(notice);
-  if (classRuns) startClass(classHooks); // not waited for: a class's panel or a student's following
+  if (joined) startClass(joined, classHooks); // a class's panel, or a student's page following
 }
 
 // "Teach this": the page with this walk's teaching link (its token included: it opens in the

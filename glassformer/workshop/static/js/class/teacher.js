@@ -105,7 +105,7 @@ export function teachClass(panel, initial, current) {
 
 /** The class's keys this page publishes, from a state the server sent. */
 function pick(state) {
-  return { model: state.model, text: state.text, level: state.level, step: state.step, stage: state.stage ?? null, zoom: state.zoom ?? null };
+  return { model: state.model, text: state.text, level: state.level, step: state.step, stage: state.stage ?? null, zoom: state.zoom ?? "" };
 }
 
 /** The QR code's address, fresh each time (a new link makes a new code). */

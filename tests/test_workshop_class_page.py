@@ -1,0 +1,134 @@
+"""A class in Chromium: one teacher and three students, each in a browser context of their own
+(their own cookies, as on their own machines).
+
+The students open the students' link the teacher's page shows; their pages follow the
+teacher's keys in teaching mode; one explores on their own (the form theirs, the teacher's
+count of followers one less) and comes back to the teacher's current step; a student who
+joins late lands on the current step; a student's page asking a teacher's route gets 403.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from glassformer.workshop.server import create_app
+from tests.screenshots import keep_screenshot
+from tests.test_workshop_page import char_lm
+from tests.workshop_server import log_in, serving, wait_until
+
+TEACHER_VIEW = {"width": 1280, "height": 720}
+PHONE_VIEW = {"width": 390, "height": 844}
+STEP = "document.querySelector('.reveal-count')?.textContent ?? ''"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    app = create_app({"tiny": char_lm()}, runs_root=tmp_path_factory.mktemp("runs"), classroom=True)
+    with serving(app) as url:
+        yield url
+
+
+class Browser:
+    """One person's browser: a context of its own, one page, the console errors it logged."""
+
+    def __init__(self, browser, viewport=TEACHER_VIEW) -> None:
+        self.context = browser.new_context(viewport=viewport)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def step(self) -> str:
+        return self.page.evaluate(f"() => {STEP}")
+
+    def wait_step(self, n: int) -> None:
+        wait_until(self.page, f"() => ({STEP}).startsWith('step {n} of')")
+
+    def shot(self, tmp_path: Path, name: str) -> None:
+        path = tmp_path / f"class_{name}.png"
+        self.page.screenshot(path=str(path))
+        assert path.stat().st_size > 1000
+        keep_screenshot(path)
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == [], self.errors
+
+
+def join(browser, link: str, viewport=TEACHER_VIEW) -> Browser:
+    """A student opening the students' link: the page follows the teacher once it has a walk."""
+    student = Browser(browser, viewport)
+    student.page.goto(link)
+    following = "document.body.dataset.class === 'following' && document.body.dataset.walks >= 1"
+    wait_until(student.page, following)
+    return student
+
+
+def test_three_students_follow_branch_come_back_and_a_late_one_lands_on_the_step(browser, server, tmp_path):
+    teacher = Browser(browser)
+    log_in(teacher.page, server)
+    teacher.page.goto(f"{server}?model=tiny&text=the+cat+sat&level=intermediate&lock=1")
+    wait_until(teacher.page, "document.querySelector('.class-link')?.value.includes('token=')")
+    link = teacher.page.input_value(".class-link")
+    assert "token=" in link and link.startswith(server)
+
+    students = [join(browser, link) for _ in range(3)]
+    people = teacher.page.locator(".class-people")
+    wait_until(teacher.page, "document.querySelector('.class-people')?.dataset.following === '3'")
+    assert people.get_attribute("data-connected") == "3"
+    for student in students:  # the teacher's prompt, in teaching mode, the form locked
+        assert student.page.inner_text("#prompt-shown") == "the cat sat"
+        assert student.page.is_disabled("#text")
+
+    for _ in range(3):  # the teacher's keys: each student's page moves with them
+        teacher.page.keyboard.press("ArrowRight")
+    teacher.wait_step(4)
+    for student in students:
+        student.wait_step(4)
+        assert student.page.is_disabled(".reveal-next")  # the teacher's keys move it, not theirs
+
+    explorer = students[0]  # branches: the form is theirs, the teacher counts one follower less
+    explorer.page.click(".class-switch")
+    wait_until(explorer.page, "document.body.dataset.class === 'exploring'")
+    wait_until(teacher.page, "document.querySelector('.class-people')?.dataset.following === '2'")
+    assert people.get_attribute("data-connected") == "3"
+    explorer.page.fill("#text", "a dog ran")
+    explorer.page.click("#run")
+    wait_until(explorer.page, "new URLSearchParams(location.search).get('text') === 'a dog ran'")
+
+    teacher.page.keyboard.press("ArrowRight")
+    for student in students[1:]:
+        student.wait_step(5)
+    assert new_text(explorer) == "a dog ran"  # the teacher's step moved no one exploring
+
+    explorer.page.click(".class-switch")  # back to the teacher: the teacher's text and step
+    explorer.wait_step(5)
+    wait_until(explorer.page, "document.querySelector('#prompt-shown').textContent === 'the cat sat'")
+    wait_until(teacher.page, "document.querySelector('.class-people')?.dataset.following === '3'")
+
+    late = join(browser, link, PHONE_VIEW)  # lands where the class is
+    late.wait_step(5)
+    wait_until(teacher.page, "document.querySelector('.class-people')?.dataset.connected === '4'")
+
+    refused = late.page.evaluate(
+        """async () => {
+          const body = JSON.stringify({preset: 'induction', fields: {}});
+          const headers = {'content-type': 'application/json'};
+          const r = await fetch('api/lab/start', {method: 'POST', headers, body});
+          return [r.status, (await r.json()).error];
+        }"""
+    )
+    assert refused == [403, "this needs the teacher's link"]
+    late.errors = [e for e in late.errors if "403" not in e]  # the refusal the page asked for
+
+    teacher.shot(tmp_path, "teacher_1280")
+    students[1].shot(tmp_path, "student_following_1280")
+    late.shot(tmp_path, "student_following_390")
+    for person in (late, *students, teacher):
+        person.close()
+
+
+def new_text(person: Browser) -> str:
+    return person.page.evaluate("new URLSearchParams(location.search).get('text')")
