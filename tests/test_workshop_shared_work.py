@@ -448,3 +448,30 @@ def test_a_teacher_who_joins_a_student_s_waiting_work_takes_it_to_the_front():
         return order
 
     assert asyncio.run(scenario()) == ["student:c", "student:a", "student:b"]
+
+
+def test_with_no_room_every_page_computes_its_own_answer():
+    """``limit_bytes=0``: nothing kept, nothing joined (the workshop before the class's shared
+    work, the benchmark's baseline)."""
+
+    async def scenario() -> None:
+        work, started = SharedWork(limit_bytes=0), []
+        gate = asyncio.Event()
+
+        def start() -> Flight:
+            async def compute() -> bytes:
+                await gate.wait()
+                return b'{"walk": 1}'
+
+            started.append(1)
+            return Flight(asyncio.create_task(compute()), lambda reason, status: None)
+
+        never = asyncio.get_running_loop().create_future()
+        asks = [asyncio.create_task(work.answer("walk", start, never)) for _ in range(3)]
+        await asyncio.sleep(0)
+        gate.set()
+        assert await asyncio.gather(*asks) == [b'{"walk": 1}'] * 3
+        assert await work.answer("walk", start, never) == b'{"walk": 1}'
+        assert len(started) == 4 and work.stats()["hits"] == 0 and work.stats()["entries"] == 0
+
+    asyncio.run(scenario())

@@ -16,7 +16,9 @@ is not kept (the next ask tries again).
 ``start()`` begins the computation (a `Flight`: its task, and how to stop it) only when none
 is kept or in flight. Each page waits for it until it lands or until its page leaves
 (``left``, a task that ends then); the computation is stopped only when nobody waits for it
-any more, so the page that started it may leave and the others still get the answer.
+any more, so the page that started it may leave and the others still get the answer. With
+``limit_bytes=0`` nothing is shared: every page computes its own answer, as the workshop did
+before (the baseline `benchmarks/class_load.py` measures against).
 """
 
 from __future__ import annotations
@@ -98,12 +100,14 @@ class SharedWork:
             self._kept.move_to_end(key)
             self.hits += 1
             return kept
-        flight = self._flights.get(key)
+        sharing = self.limit_bytes > 0  # 0: every page computes its own answer
+        flight = self._flights.get(key) if sharing else None
         if flight is None:
             flight = start()  # a refusal (429) starts nothing and counts nothing
             self.misses += 1
-            self._flights[key] = flight
-            flight.task.add_done_callback(functools.partial(self._landed, key, flight))
+            if sharing:
+                self._flights[key] = flight
+                flight.task.add_done_callback(functools.partial(self._landed, key, flight))
         else:
             self.hits += 1
             joined(flight)
