@@ -16,6 +16,8 @@ one route module per area:
     `class_routes.py`     GET/POST /api/class, GET /api/class/events, POST /api/class/students,
                           /api/class/end, GET /api/class/qr.svg: a class on one server
                           (``--class``): the teacher's walk, followed by every student's page
+    `poll_routes.py`      GET/POST /api/class/poll, POST /api/class/guess, /api/class/poll/reveal,
+                          /api/class/poll/close: the class's poll, "what comes next?"
 
 Each module's docstring lists its routes and their bodies. The model routes share one
 `model_work.Workshop`: the models, the one lock, the one model thread, each route's limits.
@@ -41,6 +43,7 @@ from starlette.middleware import Middleware
 
 from glassformer.workshop.classroom.class_routes import class_routes
 from glassformer.workshop.classroom.class_state import Classroom
+from glassformer.workshop.classroom.poll_routes import poll_routes
 from glassformer.workshop.door.guard import LOOPBACK, Guard, Logins, new_token
 from glassformer.workshop.door.http import RequestError, request_error
 from glassformer.workshop.lab.lab_routes import lab_routes
@@ -86,6 +89,7 @@ def create_app(
         *lab_routes(workshop.lab, STATIC / "lab.html", workshop.stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
         *class_routes(room, workshop),
+        *poll_routes(room, workshop),
         # last: its static mounts answer every path under /static; a class's teaching link is the students'
         *page_routes(workshop, lambda: room.key.token if room is not None and room.key.token else token),
     ]

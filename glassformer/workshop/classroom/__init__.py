@@ -8,6 +8,10 @@ every student's page.
     class_links.py    the students' link, as text, as an SVG QR code and in the terminal
     class_routes.py   GET/POST /api/class, GET /api/class/events, POST /api/class/students,
                       POST /api/class/end, GET /api/class/qr.svg
+    poll.py           `Poll`: "what comes next?": the model's next-token distribution for the
+                      class's text, each client's guess mapped to the model's token, the reveal
+    poll_routes.py    POST/GET /api/class/poll, POST /api/class/guess, /api/class/poll/reveal,
+                      /api/class/poll/close
 
 Who may do what (the teacher everything, a student following, the walk, generation, the
 views) is the door's: `door/rights.py`, enforced by `door/guard.py`, which also tells the

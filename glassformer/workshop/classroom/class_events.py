@@ -8,8 +8,9 @@
 the current state at once (unless the page's ``Last-Event-ID`` is the current version: it has
 it; a version a little older gets the changes since), then one event per change. The teacher's
 stream also gets ``event: presence`` ({"connected", "following"}) when the counts change (and
-on connect). ``event: end`` when the class ends, then the stream closes. A comment every
-`HEARTBEAT_S` keeps proxies open.
+on connect). Each change of the class's poll (`poll.py`; on connect too, if one was opened) is
+``event: poll`` ({"open", "answers", "revealed"}: null or the token). ``event: end`` when the
+class ends, then the stream closes. A comment every `HEARTBEAT_S` keeps proxies open.
 
 A stream holds nothing but its place (the version it sent last); it ends when its page leaves
 (checked every `POLL_S`), when the server stops (`Workshop.stopping`), when the class ends,
@@ -42,6 +43,7 @@ async def class_events(
     generation = classroom.key.generation
     changed = classroom.listen()
     sent, presence, written = last_id, None, time.monotonic()
+    polled = 0  # the poll's version this stream told (0: none yet)
     try:
         while not stopping.is_set():
             changed.clear()  # before reading: a change while this writes wakes the next wait
@@ -55,6 +57,9 @@ async def class_events(
                 for version, settings in classroom.since(sent)
             ]
             sent = classroom.version
+            if classroom.poll_version != polled:
+                polled = classroom.poll_version
+                events.append(_event("poll", classroom.poll_news))
             if role == TEACHER and classroom.presence() != presence:
                 presence = classroom.presence()
                 events.append(_event("presence", presence))

@@ -12,6 +12,9 @@ server's one event loop.
 The counts: each open event stream of a student is ``connected``; one opened to follow the
 teacher (``following=1``) is ``following`` too. At most `MAX_STREAMS` streams are open at
 once (the teacher's too), and `STREAMS_PER_CLIENT` per browser or script (429 past either).
+
+The class's poll (`poll.py`) tells the streams of its changes through `poll_changed`: its
+news and a `poll_version` of its own, which the streams watch beside the state's.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class Classroom:
         self.connected = 0  # students' open event streams
         self.following = 0  # those opened with following=1
         self._waiting: set[asyncio.Event] = set()  # one per open stream
+        self.poll_news: dict[str, Any] | None = None  # the class's poll, as its streams tell it
+        self.poll_version = 0  # grows by one per change of the poll (`poll.py`)
 
     def check_open(self) -> None:
         """404 once the class has ended."""
@@ -142,6 +147,12 @@ class Classroom:
         self.check_open()
         self.ended = True
         self.key.revoke()
+        self.wake()
+
+    def poll_changed(self, news: dict[str, Any]) -> None:
+        """The poll changed (`poll.py`): its ``news`` ({open, answers, revealed}) for every stream."""
+        self.poll_news = news
+        self.poll_version += 1
         self.wake()
 
     def wake(self) -> None:

@@ -39,6 +39,7 @@ ROUTE_WORK = {
     "views": "all_layers",
     "attention_change": "all_layers",
     "explain": "explain",
+    "poll": "pass",  # the class's poll: one forward pass of the class's text
 }
 SECONDS = {  # the time one request may hold the model, past which it is stopped (503)
     "walk": 30.0,
@@ -51,6 +52,7 @@ SECONDS = {  # the time one request may hold the model, past which it is stopped
     "attention_change": 30.0,
     "explain": 30.0,
     "open": 60.0,  # loading a run's checkpoint
+    "poll": 30.0,  # the class's poll: one forward pass (its reveal: one draw)
 }
 CAPS = {
     "pass": 4096,  # a walk of more cannot be read on a screen

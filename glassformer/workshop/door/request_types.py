@@ -18,6 +18,7 @@ where the model is known: `limits.py` and the library.
     RunRequest         {run}                      the lab's continue, a run opened as a model
     LabStartRequest    {preset, fields: {"train.steps": 300, ...}}   the lab's start, and its estimate
     ClassUpdate        any of {model, text, level, step, stage, zoom, panel, sampling}: a class's change
+    PollGuess          {guess}: a guess at the next token in the class's poll (1..40 characters)
     ViewQuery, CostsQuery, EventsQuery, SourceQuery, SamplesQuery, ClassEventsQuery, QrQuery, NoQuery
                        the query strings of the GET routes
 """
@@ -240,6 +241,16 @@ class ClassUpdate(Request):
     zoom: Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS)] = None  # "" the model, "blocks.3"
     panel: Name | None = None
     sampling: ClassSampling = None
+
+
+MAX_GUESS_CHARS = 40  # a guess at the next token: a word or two
+
+
+class PollGuess(Request):
+    """A guess in the class's poll (POST /api/class/guess): the text a student expects next,
+    kept and shown as text (`classroom/poll.py` maps it to the model's token)."""
+
+    guess: Annotated[str, StringConstraints(min_length=1, max_length=MAX_GUESS_CHARS)]
 
 
 class ClassEventsQuery(Query):

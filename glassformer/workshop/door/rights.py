@@ -10,11 +10,12 @@ method and path, is in one of two columns.
 
 - `TEACHER`: what runs code or changes the machine or the class: the lab's runs (start,
   pause, resume, stop, continue, its estimate, a run opened as a model), a lesson's code run,
-  the class's changes and links, the teaching link (/teach).
+  the class's changes and links, the teaching link (/teach), the class's poll opened, closed
+  and revealed.
 - `EVERYONE`: what reads a model or follows the class: the page and its files, the walk, a
   stage, the lens, tokens, similarity, explanations, attention change, generation, the
   notebook views, models, costs, samples, the lab's page and its events, the lessons' pages
-  and sources, the class's state and events.
+  and sources, the class's state and events, the poll read and a guess in it.
 
 A request a student makes that is in no row is refused as a teacher's route is: a route added
 later is closed to students until it is put in a column (`tests/test_workshop_rights.py`
@@ -75,6 +76,12 @@ RIGHTS: dict[str, str] = {
     "POST /api/class/students": TEACHER,
     "POST /api/class/end": TEACHER,
     "GET /api/class/qr.svg": TEACHER,
+    # the class's poll: asked and revealed by the teacher, answered by all
+    "POST /api/class/poll": TEACHER,
+    "POST /api/class/poll/reveal": TEACHER,
+    "POST /api/class/poll/close": TEACHER,
+    "GET /api/class/poll": EVERYONE,
+    "POST /api/class/guess": EVERYONE,
 }
 
 

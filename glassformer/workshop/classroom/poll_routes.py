@@ -1,0 +1,133 @@
+"""The class's poll's routes, "what comes next?" (`poll.py` holds the poll; the guard,
+`door/guard.py`, has already told the teacher from a student and refused a student the
+teacher's routes, `door/rights.py`):
+
+    POST /api/class/poll          (teacher) {} -> a new poll on the class's model and text (it
+                                  replaces the last): the teacher's view below
+    POST /api/class/guess         (anyone) {guess: 1..40 characters} -> this client's guess
+                                  (replacing theirs): their view; 409 once the poll is closed,
+                                  429 more than once a second
+    GET  /api/class/poll          the poll as the asker may see it. The teacher's: {open,
+                                  question, guesses: [{text, count, token, id, p}], answers,
+                                  model: [{text, id, p}] (the top 10), revealed: {text, id, p} |
+                                  null}. A student's: {open, question, yours, answers, revealed},
+                                  and after the reveal also guesses, model, yours_token, matched
+    POST /api/class/poll/reveal   (teacher) {} -> the model's token drawn with the class's
+                                  sampling (greedy without), shown to all; no more guesses
+    POST /api/class/poll/close    (teacher) {} -> no more guesses
+
+Each change of the poll is ``event: poll`` on the class's streams (`class_events.py`). The
+poll's forward pass and its draw run on the model thread in the teacher's turn, within the
+``poll`` budget (`limits.SECONDS`; its length limit is a walk's); a guess is a tokenization of
+at most `poll.TAIL_CHARS` + 40 characters, on the event loop. Without a class each answers 404
+with how to start one; without a poll, 404 saying how to open one.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
+from glassformer.workshop.classroom.poll import NO_POLL, Poll, draw, open_poll, reveal_settings
+from glassformer.workshop.door.http import RequestError, read_query, read_request
+from glassformer.workshop.door.request_types import Empty, NoQuery, PollGuess
+from glassformer.workshop.door.rights import TEACHER
+from glassformer.workshop.model_work import Workshop
+
+NO_STORE = {"Cache-Control": "no-store"}  # the poll changes with every guess
+
+
+def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
+    """The routes above for ``classroom`` (None: no class runs), on ``workshop``'s models."""
+    current: list[Poll] = []  # the class's poll, once one is opened
+
+    def the_class() -> Classroom:
+        if classroom is None:
+            raise RequestError(NO_CLASS, status=404)
+        classroom.check_open()
+        return classroom
+
+    def the_poll() -> Poll:
+        the_class()
+        if not current:
+            raise RequestError(NO_POLL, status=404)
+        return current[0]
+
+    def view(request: Request, poll: Poll) -> JSONResponse:
+        scope = request.scope.get("state", {})
+        answer = poll.view(scope.get("role", TEACHER), scope.get("client", TEACHER))
+        return JSONResponse(answer, headers=NO_STORE)
+
+    async def model_work(request: Request, fn, *args):
+        """``fn(*args)`` on the model thread (`Workshop.run_model`); the library's ValueError on
+        an input the checks let through (past the model's max_seq_len): a 400 with its message."""
+        try:
+            return await workshop.run_model(request, "poll", fn, *args)
+        except RequestError:
+            raise
+        except (ValueError, TypeError, KeyError) as error:
+            raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from None
+
+    def changed(poll: Poll) -> None:
+        if current and current[0] is poll:  # a poll replaced meanwhile tells nothing
+            the_class().poll_changed(poll.news())
+
+    async def ask(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
+        room = the_class()
+        name, text = room.settings["model"], room.settings["text"]
+        if not text:
+            raise RequestError("the class's text is empty: write the text the class should continue first")
+        lm = workshop.reader(name, "poll", text)
+        if not lm.config.generates or lm.config.seq2seq:
+            raise RequestError(
+                f"{name} does not continue a text (it is no decoder): open a model that predicts the "
+                "next token (a GPT-like one) for the class's poll"
+            )
+        poll = await model_work(request, open_poll, lm, name, text)
+        current[:] = [poll]
+        changed(poll)
+        return view(request, poll)
+
+    async def guess(request: Request) -> JSONResponse:
+        body = await read_request(request, PollGuess)
+        poll = the_poll()
+        poll.guess(request.scope.get("state", {}).get("client", TEACHER), body.guess)
+        changed(poll)
+        return view(request, poll)
+
+    async def read(request: Request) -> JSONResponse:
+        read_query(request, NoQuery)
+        return view(request, the_poll())
+
+    async def reveal(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
+        poll = the_poll()
+        if poll.revealed is not None:
+            raise RequestError("this poll's token is revealed already: ask the class a new one", status=409)
+        try:
+            settings = reveal_settings(the_class().settings["sampling"])
+        except ValueError as error:
+            raise RequestError(f"the class's sampling: {error}") from None
+        token = await model_work(request, draw, poll, settings)
+        if poll.revealed is None:  # a second reveal meanwhile drew the same token
+            poll.reveal(token)
+            changed(poll)
+        return view(request, poll)
+
+    async def close(request: Request) -> JSONResponse:
+        await read_request(request, Empty)
+        poll = the_poll()
+        if poll.close():
+            changed(poll)
+        return view(request, poll)
+
+    return [
+        Route("/api/class/poll", ask, methods=["POST"]),
+        Route("/api/class/poll", read),
+        Route("/api/class/guess", guess, methods=["POST"]),
+        Route("/api/class/poll/reveal", reveal, methods=["POST"]),
+        Route("/api/class/poll/close", close, methods=["POST"]),
+    ]
