@@ -3,7 +3,8 @@
 // version, role, students: {connected, following}} (and for the teacher, links and work),
 // and its changes as server-sent events at GET api/class/events: `class` (the state, with
 // its version as the event's id, so a reconnecting page resumes), `presence` (the teacher's
-// counts), `end`. The browser's EventSource reconnects by itself and sends Last-Event-ID.
+// counts), `poll` (the class's poll changed: {open, answers, revealed}), `end`. The
+// browser's EventSource reconnects by itself and sends Last-Event-ID.
 
 import { ApiError } from "../core/api.js";
 
@@ -15,6 +16,15 @@ export async function fetchClass() {
   if (response.status === 404) return null;
   const answer = await response.json().catch(() => null);
   if (!response.ok || !answer) throw new ApiError(answer?.error ?? `the class could not be read (${response.status})`, response.status);
+  return answer;
+}
+
+/** The class's poll as this page may see it (classroom/poll.py), or null when none is open. */
+export async function fetchPoll() {
+  const response = await fetch(`${CLASS_URL}/poll`);
+  if (response.status === 404) return null;
+  const answer = await response.json().catch(() => null);
+  if (!response.ok || !answer) throw new ApiError(answer?.error ?? `the poll could not be read (${response.status})`, response.status);
   return answer;
 }
 
@@ -30,7 +40,7 @@ export async function postClass(path, body = {}) {
   return answer;
 }
 
-/** Follow the class's events: handlers {class(state), presence(counts), end()}; following:
+/** Follow the class's events: handlers {class(state), presence(counts), poll(news), end()}; following:
  * whether this page counts as following the teacher. Returns the EventSource (close() it). */
 export function classEvents(following, handlers) {
   const source = new EventSource(`${CLASS_URL}/events?following=${following ? 1 : 0}`);
@@ -45,6 +55,7 @@ export function classEvents(following, handlers) {
   };
   if (handlers.class) source.addEventListener("class", read(handlers.class));
   if (handlers.presence) source.addEventListener("presence", read(handlers.presence));
+  if (handlers.poll) source.addEventListener("poll", read(handlers.poll));
   source.addEventListener("end", () => {
     source.close();
     handlers.end?.();

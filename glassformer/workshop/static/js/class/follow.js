@@ -1,10 +1,12 @@
 // A student's page in a class: it follows the teacher (the teacher's model, text, level,
 // step, opened step and zoom, as the class's events say) until the student explores on their
 // own; "Back to the teacher" lands on the teacher's current step again. A student who joins
-// late gets the current state on connecting, so lands where the class is.
+// late gets the current state on connecting, so lands where the class is. When the teacher
+// asks the class's poll, a card under the bar takes the student's guess (poll.js).
 
 import { el } from "../core/dom.js";
 import { classEvents } from "./class_api.js";
+import { studentPoll } from "./poll.js";
 
 /** ``bar``: the element the class's line goes in. ``show(state)``: draw the teacher's state
  * (async: it may ask for a walk); ``explore(on)``: give the page to the student, or take it
@@ -18,6 +20,7 @@ export function followClass(bar, { show, explore }) {
   const button = el("button", { type: "button", class: "class-switch", onclick: () => setFollowing(!following) });
   bar.replaceChildren(words, button);
   bar.hidden = false;
+  const poll = studentPoll(bar); // the class's poll: a card under the bar when the teacher asks
 
   function draw() {
     document.body.dataset.class = following ? "following" : "exploring";
@@ -36,6 +39,7 @@ export function followClass(bar, { show, explore }) {
         latest = state;
         if (following) follow(state);
       },
+      poll: (news) => poll.update(news),
       end: ended,
     });
   }

@@ -1,12 +1,13 @@
 // The teacher's class panel: the students' link and its QR code (large, for a projector), how
 // many students are connected and how many follow, the shared work's cache; a new students'
-// link (the old one stops working) and the end of the class. The teacher's page publishes
+// link (the old one stops working) and the end of the class; the class's poll (poll.js). The teacher's page publishes
 // what it shows (model, text, level, the reveal's step, the opened step, the zoom) with POST
 // api/class, and the students' pages follow it.
 
 import { el } from "../core/dom.js";
 import { count } from "../core/format.js";
 import { classEvents, fetchClass, postClass } from "./class_api.js";
+import { teacherPoll } from "./poll.js";
 
 const PUBLISH_DELAY_MS = 120; // a burst of key presses is one change
 const STATS_EVERY_MS = 5000; // how often the cache's figures are read again
@@ -23,10 +24,11 @@ export function teachClass(panel, initial, current) {
   const problem = el("p", { class: "class-problem error", role: "alert" });
   const renew = el("button", { type: "button", onclick: () => newLink() }, "New students' link");
   const end = el("button", { type: "button", onclick: () => endClass() }, "End the class");
+  const poll = teacherPoll(); // "what comes next?": the class guesses, the model answers
   panel.querySelector(".class-body").replaceChildren(
     el("p", { class: "hint" }, "Students open this link (or scan the code): their pages follow yours as you teach."),
     el("p", { class: "class-link-row" }, link, copy, copied),
-    qr, people, work, el("p", { class: "class-actions" }, renew, end), problem,
+    poll.node, qr, people, work, el("p", { class: "class-actions" }, renew, end), problem,
   );
   panel.hidden = false;
   showPeople(initial.students);
@@ -34,7 +36,7 @@ export function teachClass(panel, initial, current) {
 
   let published = JSON.stringify(pick(initial));
   let timer = 0;
-  const events = classEvents(false, { presence: showPeople, end: ended });
+  const events = classEvents(false, { presence: showPeople, poll: () => poll.update(), end: ended });
   const stats = setInterval(refresh, STATS_EVERY_MS);
 
   function showPeople(students) {
