@@ -9,18 +9,12 @@ joins late lands on the current step; a student's page asking a teacher's route 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from glassformer.workshop.server import create_app
-from tests.screenshots import keep_screenshot
+from tests.class_browsers import PHONE_VIEW, Person, join, teach
 from tests.test_workshop_page import char_lm
-from tests.workshop_server import log_in, serving, wait_until
-
-TEACHER_VIEW = {"width": 1280, "height": 720}
-PHONE_VIEW = {"width": 390, "height": 844}
-STEP = "document.querySelector('.reveal-count')?.textContent ?? ''"
+from tests.workshop_server import serving, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -30,49 +24,8 @@ def server(tmp_path_factory):
         yield url
 
 
-class Browser:
-    """One person's browser: a context of its own, one page, the console errors it logged."""
-
-    def __init__(self, browser, viewport=TEACHER_VIEW) -> None:
-        self.context = browser.new_context(viewport=viewport)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-
-    def step(self) -> str:
-        return self.page.evaluate(f"() => {STEP}")
-
-    def wait_step(self, n: int) -> None:
-        wait_until(self.page, f"() => ({STEP}).startsWith('step {n} of')")
-
-    def shot(self, tmp_path: Path, name: str) -> None:
-        path = tmp_path / f"class_{name}.png"
-        self.page.screenshot(path=str(path))
-        assert path.stat().st_size > 1000
-        keep_screenshot(path)
-
-    def close(self) -> None:
-        self.context.close()
-        assert self.errors == [], self.errors
-
-
-def join(browser, link: str, viewport=TEACHER_VIEW) -> Browser:
-    """A student opening the students' link: the page follows the teacher once it has a walk."""
-    student = Browser(browser, viewport)
-    student.page.goto(link)
-    following = "document.body.dataset.class === 'following' && document.body.dataset.walks >= 1"
-    wait_until(student.page, following)
-    return student
-
-
 def test_three_students_follow_branch_come_back_and_a_late_one_lands_on_the_step(browser, server, tmp_path):
-    teacher = Browser(browser)
-    log_in(teacher.page, server)
-    teacher.page.goto(f"{server}?model=tiny&text=the+cat+sat&level=intermediate&lock=1")
-    wait_until(teacher.page, "document.querySelector('.class-link')?.value.includes('token=')")
-    link = teacher.page.input_value(".class-link")
-    assert "token=" in link and link.startswith(server)
+    teacher, link = teach(browser, server, "model=tiny&text=the+cat+sat&level=intermediate&lock=1")
 
     students = [join(browser, link) for _ in range(3)]
     people = teacher.page.locator(".class-people")
@@ -123,12 +76,12 @@ def test_three_students_follow_branch_come_back_and_a_late_one_lands_on_the_step
     assert refused == [403, "this needs the teacher's link"]
     late.errors = [e for e in late.errors if "403" not in e]  # the refusal the page asked for
 
-    teacher.shot(tmp_path, "teacher_1280")
-    students[1].shot(tmp_path, "student_following_1280")
-    late.shot(tmp_path, "student_following_390")
+    teacher.shot(tmp_path, "class_teacher_1280")
+    students[1].shot(tmp_path, "class_student_following_1280")
+    late.shot(tmp_path, "class_student_following_390")
     for person in (late, *students, teacher):
         person.close()
 
 
-def new_text(person: Browser) -> str:
+def new_text(person: Person) -> str:
     return person.page.evaluate("new URLSearchParams(location.search).get('text')")

@@ -5,17 +5,13 @@ token, which both students then see beside the class's counts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from glassformer.workshop.server import create_app
-from tests.screenshots import keep_screenshot
+from tests.class_browsers import PHONE_VIEW, Person, join, teach
 from tests.test_workshop_page import char_lm
-from tests.workshop_server import log_in, serving, wait_until
+from tests.workshop_server import serving, wait_until
 
-TEACHER_VIEW = {"width": 1280, "height": 720}
-PHONE_VIEW = {"width": 390, "height": 844}
 TEXT = "the cat sat"
 
 
@@ -26,38 +22,7 @@ def server(tmp_path_factory):
         yield url
 
 
-class Browser:
-    """One person's browser: a context of its own, one page, the console errors it logged."""
-
-    def __init__(self, browser, viewport=TEACHER_VIEW) -> None:
-        self.context = browser.new_context(viewport=viewport)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-
-    def shot(self, tmp_path: Path, name: str, selector: str) -> None:
-        self.page.locator(selector).evaluate("node => node.scrollIntoView({block: 'center'})")
-        path = tmp_path / f"poll_{name}.png"
-        self.page.screenshot(path=str(path))
-        assert path.stat().st_size > 1000
-        keep_screenshot(path)
-
-    def close(self) -> None:
-        self.context.close()
-        assert self.errors == [], self.errors
-
-
-def join(browser, link: str, viewport=TEACHER_VIEW) -> Browser:
-    """A student opening the students' link: the page follows the teacher once it has a walk."""
-    student = Browser(browser, viewport)
-    student.page.goto(link)
-    following = "document.body.dataset.class === 'following' && document.body.dataset.walks >= 1"
-    wait_until(student.page, following)
-    return student
-
-
-def send_guess(student: Browser, text: str) -> None:
+def send_guess(student: Person, text: str) -> None:
     """The keyboard only: the guess typed into the card's field, Enter sends it."""
     wait_until(student.page, "document.querySelector('.poll-student')?.dataset.open === 'true'")
     student.page.focus(".poll-input")
@@ -67,11 +32,7 @@ def send_guess(student: Browser, text: str) -> None:
 
 
 def test_the_class_guesses_the_next_token_and_the_teacher_reveals_it(browser, server, tmp_path):
-    teacher = Browser(browser)
-    log_in(teacher.page, server)
-    teacher.page.goto(f"{server}?model=tiny&text=the+cat+sat&level=beginner&lock=1")
-    wait_until(teacher.page, "document.querySelector('.class-link')?.value.includes('token=')")
-    link = teacher.page.input_value(".class-link")
+    teacher, link = teach(browser, server, "model=tiny&text=the+cat+sat&level=beginner&lock=1")
     students = [join(browser, link), join(browser, link, PHONE_VIEW)]
     wait_until(teacher.page, "document.querySelector('.class-people')?.dataset.following === '2'")
 
@@ -90,7 +51,7 @@ def test_the_class_guesses_the_next_token_and_the_teacher_reveals_it(browser, se
     labels = teacher.page.locator(".poll-guesses .poll-label").all_inner_texts()
     assert sorted(labels) == ["mat", "猫"]
     assert "no token" in teacher.page.inner_text(".poll-guesses")  # 猫: not in its alphabet
-    teacher.shot(tmp_path, "teacher_guesses_1280", ".poll-teacher")
+    teacher.shot(tmp_path, "poll_teacher_guesses_1280", ".poll-teacher")
 
     teacher.page.click(".poll-reveal")
     wait_until(teacher.page, "document.querySelector('.poll-teacher')?.dataset.revealed !== ''")
@@ -103,7 +64,7 @@ def test_the_class_guesses_the_next_token_and_the_teacher_reveals_it(browser, se
         assert student.page.is_hidden(".poll-form")
     assert "You did not guess" not in students[1].page.inner_text(".poll-answer")
 
-    teacher.shot(tmp_path, "teacher_revealed_1280", ".poll-teacher")
-    students[1].shot(tmp_path, "student_revealed_390", ".poll-student")
+    teacher.shot(tmp_path, "poll_teacher_revealed_1280", ".poll-teacher")
+    students[1].shot(tmp_path, "poll_student_revealed_390", ".poll-student")
     for person in (*students, teacher):
         person.close()
