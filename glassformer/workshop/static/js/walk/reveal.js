@@ -1,6 +1,8 @@
 // Teaching mode's step-by-step reveal (?lock=1): the walk shows its first step, and the
 // presenter moves through it: → / Space / Page Down next, ← / Page Up back, Home / End the
-// first and last step, a number key the first step of that block, or the "jump to" list
+// first and last step, a number key the first step of that block (at the beginner level, the
+// tour's stop that holds it: block 0's first stop, or the "other blocks" stop; a block the
+// model does not have is said in the bar, as text), or the "jump to" list
 // (the embeddings, each block, the output). The current step is marked aria-current="step"
 // and scrolled into view. It only hides what the walk already drew; walk_panels.js opens the block
 // the reveal is in and keeps every other panel back until its step is out.
@@ -28,7 +30,8 @@ export function createReveal(bar, onChange) {
   const next = el("button", { type: "button", class: "reveal-next", onclick: () => go(shown + 1) }, "Next step →");
   const counter = el("span", { class: "reveal-count", role: "status" });
   const jump = el("select", { class: "reveal-jump", "aria-label": "jump to", onchange: () => jumpTo(jump.value) });
-  bar.replaceChildren(previous, counter, next, el("label", { class: "reveal-jump-label" }, "jump to ", jump));
+  const note = el("span", { class: "reveal-note", role: "status" }); // why a number key did nothing
+  bar.replaceChildren(previous, counter, next, el("label", { class: "reveal-jump-label" }, "jump to ", jump), note);
   bar.hidden = false;
 
   /** The walk's parts in order: [{first: index of its first step, part, stack, layer}] (partOf). */
@@ -54,6 +57,7 @@ export function createReveal(bar, onChange) {
   function go(to) {
     if (!ids.length) return; // no walk yet
     to = Math.min(Math.max(to, 1), ids.length);
+    note.textContent = ""; // a key that moves (or stays on its step) answers the last one's note
     if (to === shown) return;
     shown = to;
     update();
@@ -64,10 +68,24 @@ export function createReveal(bar, onChange) {
     if (first !== "") go(Number(first) + 1);
   }
 
-  /** The first step of block ``n`` (of the input stack: an encoder-decoder's encoder). */
+  /** The first step of block ``n`` (of the input stack: an encoder-decoder's encoder); in a
+   * tour, the "other blocks" stop that stands for it. No such block: says so in the bar. */
   function jumpToBlock(n) {
-    const part = parts().find(({ part: kind, layer }) => kind === "block" && layer === n);
-    if (part) go(part.first + 1);
+    if (!ids.length) return; // no walk yet
+    const all = parts();
+    const stack = all.find(({ part }) => part === "block" || part === "others")?.stack;
+    const part = all.find(({ part: kind, layer }) => kind === "block" && layer === n) ??
+      all.find(({ part: kind, blocks }) => kind === "others" && blocks.some((b) => b.layer === n));
+    if (part) {
+      go(part.first + 1);
+      return;
+    }
+    const layers = new Set(all.filter((p) => p.stack === stack)
+      .flatMap((p) => (p.part === "block" ? [p.layer] : (p.blocks ?? []).map((b) => b.layer))));
+    const count = layers.size;
+    note.textContent = count
+      ? `no block ${n}: this model has ${count} block${count === 1 ? "" : "s"} (keys 0 to ${count - 1})`
+      : `no block ${n}: this model has no blocks`;
   }
 
   document.addEventListener("keydown", (event) => {
@@ -156,10 +174,10 @@ export function createReveal(bar, onChange) {
 const PART_NAMES = { input: "the tokens", embed: "embeddings", others: "the other blocks", final: "final norm", output: "the output" };
 
 /** Which part of the walk a step is in: {part: "input" | "embed" | "block" | "others" | "final"
- * | "output", stack, layer}. A tour's stop holds its stage; its own stops (the other blocks,
+ * | "output", stack, layer, blocks (an "others" stop's)}. A tour's stop holds its stage; its own stops (the other blocks,
  * the sampling) hold none. */
 function partOf(step) {
-  if (step.kind === "others") return { part: "others", stack: step.blocks[0].stack, layer: null };
+  if (step.kind === "others") return { part: "others", stack: step.blocks[0].stack, layer: null, blocks: step.blocks };
   const stage = step.stage ?? step;
   if (stage.group === "input" || stage.group === "output") return { part: stage.group, stack: "", layer: null };
   if (stage.layer !== null) return { part: "block", stack: stage.stack, layer: stage.layer };
