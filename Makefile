@@ -31,6 +31,8 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
 	# headless Chromium for the HTML-view tests (Debian's package; Playwright drives it)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	# a real Redis for the class shared by several workers (tests/test_workshop_broadcast.py)
+	command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null)
 	touch $(TEST_STAMP)
 
 RUN := runs/shakespeare-char

@@ -3,7 +3,9 @@
 With ``--class`` a class runs on this server (`glassformer.workshop.classroom`): besides its
 usual lines the command prints the teacher's link (``teacher: ``, a login link that works once)
 and the students' link (``students: ``, ``?token=<the students' token>``) with a QR code of it
-for the projector; bound beyond this machine, it says what each link allows."""
+for the projector; bound beyond this machine, it says what each link allows. With
+``--broadcast redis://host:port`` several such workers (same ``--token``, ``--class``) behind
+one address teach one class through that Redis (`glassformer.workshop.classroom.broadcast`)."""
 
 from __future__ import annotations
 
@@ -58,6 +60,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         "generate and open the views, not start the lab's runs, run lessons' code, open models or "
         "change the class. Use with --host 0.0.0.0 so the students' machines can reach it",
     )
+    parser.add_argument(
+        "--broadcast",
+        default=None,
+        metavar="redis://HOST:PORT",
+        help="with --class: share the class through this Redis, so several workshop processes or "
+        "machines (each started with the same --token and --class) behind one address teach one "
+        "class: the teacher's changes, the students' link, the counts, the poll and the computed "
+        "answers travel through it. Checked at start",
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.set_defaults(handler=run)
 
@@ -102,6 +113,19 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise ValueError(f"--port {args.port} is not a port number (1..65535)")
+    classroom = getattr(args, "classroom", False)
+    broadcast = getattr(args, "broadcast", None)
+    if broadcast is not None:  # before any model is loaded: a mistake is told at once
+        from glassformer.workshop.classroom.broadcast import reach
+
+        if not classroom:
+            raise ValueError("--broadcast shares a class between workers: give --class too")
+        if args.token is None and TOKEN_VARIABLE not in os.environ:
+            raise ValueError(
+                f"--broadcast: give every worker the same --token (or ${TOKEN_VARIABLE}): "
+                "the class is the one of that token"
+            )
+        reach(broadcast)
     models = load_models(args.models)
     token = checked_token(args.token if args.token is not None else os.environ.get(TOKEN_VARIABLE))
     hosts = served_hosts(args.host)
@@ -109,9 +133,14 @@ def run(args: argparse.Namespace) -> int:
         print(exposure(args.host), file=sys.stderr)
     origins = {name: origin(name) for name in models if origin(name) in models}  # a fine-tuned run's base
     # the lab's runs: runs/, as the CLI's
-    classroom = getattr(args, "classroom", False)
     app = create_app(
-        models, runs_root=RUNS_ROOT, origins=origins, token=token, hosts=hosts, classroom=classroom
+        models,
+        runs_root=RUNS_ROOT,
+        origins=origins,
+        token=token,
+        hosts=hosts,
+        classroom=classroom,
+        broadcast=broadcast,
     )
     name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
     address = _address(name, args.port)

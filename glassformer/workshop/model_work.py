@@ -15,7 +15,9 @@ the server stops (`budget.py`).
 A route whose answer depends only on its request (a walk, a stage, a lens, the tokens, a
 similarity, an explanation, an attention change) goes through `Workshop.shared`: computed
 once and kept, and a computation in flight joined by every page that asks the same
-(`shared_work.py`); it stops only when no page waits for it any more.
+(`shared_work.py`); it stops only when no page waits for it any more. Served by several
+workers (``--broadcast``), an answer is also looked up in and stored to Redis, by a key that
+names each model by its weights' `shared_work.fingerprint`.
 
 The route modules (`walk_routes.py`, `generate_routes.py`, `reading_routes.py`,
 `model_routes.py`, `page_routes.py`) each take the one `Workshop` the app was made with.
@@ -41,7 +43,7 @@ from glassformer.workshop.door.http import RequestError
 from glassformer.workshop.door.limits import SECONDS, check_length
 from glassformer.workshop.door.request_types import PassRequest, Sampling
 from glassformer.workshop.lab.training_lab import Lab
-from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES, Flight, SharedWork, model_stamp
+from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES, Flight, SharedWork, fingerprint, model_stamp
 from glassformer.workshop.walk.pass_input import PassInput, read_pass
 
 
@@ -97,6 +99,10 @@ class Workshop:
         computation only if no other page waits for it."""
         names = [body.model, *([body.base] if isinstance(getattr(body, "base", None), str) else [])]
         key = (route, tuple(model_stamp(self.models[name]) for name in names), body.model_dump_json())
+        remote_key = None
+        if self.work.remote is not None:  # the same key on every worker: the weights, not the object
+            stamps = ",".join(fingerprint(name, self.models[name]) for name in names)
+            remote_key = f"{route}|{stamps}|{body.model_dump_json()}"
         client = client_of(request)
 
         def start() -> Flight:
@@ -118,7 +124,7 @@ class Workshop:
 
         left = asyncio.create_task(when_gone(request, lambda: None))
         try:
-            answer = await self.work.answer(key, start, left, joined)
+            answer = await self.work.answer(key, start, left, joined, remote_key)
         finally:
             left.cancel()
         return Response(answer, media_type="application/json")

@@ -41,6 +41,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from glassformer.workshop.classroom.broadcast import broadcast_for
 from glassformer.workshop.classroom.class_routes import class_routes
 from glassformer.workshop.classroom.class_state import Classroom
 from glassformer.workshop.classroom.poll_routes import poll_routes
@@ -54,7 +55,7 @@ from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.page_routes import STATIC, page_routes
 from glassformer.workshop.reading.generate_routes import generate_routes
 from glassformer.workshop.reading.reading_routes import reading_routes
-from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES
+from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES, RemoteAnswers, fingerprint
 from glassformer.workshop.walk.walk_routes import walk_routes
 
 
@@ -67,6 +68,7 @@ def create_app(
     hosts: Iterable[str] | None = LOOPBACK,
     classroom: bool = False,
     cache_bytes: int = DEFAULT_LIMIT_BYTES,
+    broadcast: str | None = None,
 ) -> Starlette:
     """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
     under ``runs_root``. ``origins``: {fine-tuned model: the model it was fine-tuned from},
@@ -75,12 +77,24 @@ def create_app(
     as ``app.state.token``); ``hosts``: the Host names answered (None: any, the token alone).
     ``classroom``: a class runs from the start (`classroom/`), read back as
     ``app.state.classroom`` (None without one), its students' token made now. ``cache_bytes``:
-    how many bytes of answers the shared work keeps (`shared_work.py`)."""
+    how many bytes of answers the shared work keeps (`shared_work.py`). ``broadcast``: the
+    Redis (``redis://host:port``) through which several workers, each made with the same
+    ``token`` and a class, teach one class and share their answers (`classroom/broadcast.py`);
+    reached now (a ValueError if it cannot be), listened to while the app runs (its lifespan)."""
     if not models:
         raise ValueError("the workshop needs at least one model")
+    if broadcast is not None and not classroom:
+        raise ValueError("--broadcast shares a class between workers: start each worker with --class too")
     token = new_token() if token is None else token
     workshop = Workshop(models, dict(origins or {}), Lab(runs_root), cache_bytes=cache_bytes)
     room = Classroom(list(models)) if classroom else None
+    board = broadcast_for(broadcast, token)
+    if room is not None:
+        board.join(room)  # with Redis: the class kept there, or this one started there
+    if broadcast is not None:
+        workshop.work.remote = RemoteAnswers(board.client, board.prefix + "work:")
+        for name, lm in models.items():  # once, at load: the answers' keys name the weights
+            fingerprint(name, lm)
     routes = [
         *model_routes(workshop),
         *walk_routes(workshop),
@@ -88,15 +102,18 @@ def create_app(
         *generate_routes(workshop),
         *lab_routes(workshop.lab, STATIC / "lab.html", workshop.stopping),
         *lesson_routes(models, STATIC / "lessons.html"),
-        *class_routes(room, workshop),
-        *poll_routes(room, workshop),
+        *class_routes(room, workshop, board),
+        *poll_routes(room, workshop, board),
         # last: its static mounts answer every path under /static; a class's teaching link is the students'
         *page_routes(workshop, lambda: room.key.token if room is not None and room.key.token else token),
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
+        if room is not None:
+            await board.start(room)  # with Redis: the other workers' changes applied here
         yield
+        await board.stop()
         await anyio.to_thread.run_sync(workshop.lab.shutdown)  # a run still going keeps its checkpoint
 
     logins = Logins()
@@ -113,4 +130,5 @@ def create_app(
     app.state.login_link = logins.new  # a one-time code for the link the command prints
     app.state.stop_work = workshop.stop_work
     app.state.workshop = workshop  # the models, the lock, the work in flight (`model_work.py`)
+    app.state.broadcast = board  # how the class travels between workers (`broadcast.py`)
     return app

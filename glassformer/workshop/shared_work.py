@@ -19,25 +19,43 @@ is kept or in flight. Each page waits for it until it lands or until its page le
 any more, so the page that started it may leave and the others still get the answer. With
 ``limit_bytes=0`` nothing is shared: every page computes its own answer, as the workshop did
 before (the baseline `benchmarks/class_load.py` measures against).
+
+**Across workers** (``--broadcast redis://…``, `classroom/broadcast.py`): a key kept by no
+page of this worker is looked up in Redis (`RemoteAnswers`) before it is computed, and what
+is computed here is stored there (under ``<class prefix>work:``, for `REMOTE_TTL_S`, at most
+`REMOTE_ENTRY_BYTES` an answer): a walk computed on one worker is served by the others. Its
+key must name the same model on every worker, which `model_stamp`'s serial does not, so it is
+`fingerprint`: the model's name and a digest of its weights (every tensor of its state, with
+its name, dtype and shape), computed once and again only when the weights change in place.
+A lookup counts as a hit. Computations in flight are joined per worker only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import itertools
+import logging
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from glassformer.workshop.door.budget import CLIENT_GONE
 from glassformer.workshop.door.http import RequestError
 
 DEFAULT_LIMIT_BYTES = 256 << 20  # 256 MiB of answers: a few hundred walks of a small model
+REMOTE_TTL_S = 2 * 3600  # an answer kept in Redis lasts a lesson
+REMOTE_ENTRY_BYTES = 8 << 20  # a bigger answer is kept by its worker only
+REMOTE_TIMEOUT_S = 2.0  # a Redis slower than this: the answer is computed here
 _serials: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_prints: weakref.WeakKeyDictionary[Any, tuple[int, str]] = weakref.WeakKeyDictionary()
 _counter = itertools.count()
+log = logging.getLogger(__name__)
 
 
 def model_stamp(lm: Any) -> tuple[int, int]:
@@ -48,6 +66,54 @@ def model_stamp(lm: Any) -> tuple[int, int]:
         serial = _serials[lm] = next(_counter)
     weights = hash(tuple((id(p), p._version) for p in lm.net.parameters()))
     return serial, weights
+
+
+def fingerprint(name: str, lm: Any) -> str:
+    """``lm`` (served as ``name``) as every worker that loaded the same weights names it: the
+    name and a digest of its state's tensors, kept until its weights change in place."""
+    weights = model_stamp(lm)[1]
+    known = _prints.get(lm)
+    if known is None or known[0] != weights:
+        digest = hashlib.blake2b(digest_size=16)
+        for key, tensor in lm.net.state_dict().items():
+            flat = tensor.detach().cpu().contiguous().reshape(-1)
+            digest.update(f"{key}:{flat.dtype}:{tuple(tensor.shape)};".encode())
+            digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+        known = _prints[lm] = (weights, digest.hexdigest())
+    return f"{name}@{known[1]}"
+
+
+class RemoteAnswers:
+    """Answers kept in Redis for every worker: ``client`` (``redis.asyncio``) under ``prefix``.
+    A Redis that does not answer is no error: the answer is computed (and kept) here."""
+
+    def __init__(self, client: Any, prefix: str) -> None:
+        self.client, self.prefix = client, prefix
+        self._stores: set[asyncio.Task] = set()
+
+    def name(self, key: str) -> str:
+        return self.prefix + hashlib.sha256(key.encode()).hexdigest()
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            return await asyncio.wait_for(self.client.get(self.name(key)), REMOTE_TIMEOUT_S)
+        except Exception as error:  # unreachable, slow: compute it here
+            log.warning("the shared work's Redis: %s", error)
+            return None
+
+    def put(self, key: str, answer: bytes) -> None:
+        """Store ``answer`` in the background (within `REMOTE_ENTRY_BYTES`)."""
+        if len(answer) > REMOTE_ENTRY_BYTES:
+            return
+        task = asyncio.get_running_loop().create_task(self._put(key, answer))
+        self._stores.add(task)
+        task.add_done_callback(self._stores.discard)
+
+    async def _put(self, key: str, answer: bytes) -> None:
+        try:
+            await asyncio.wait_for(self.client.set(self.name(key), answer, ex=REMOTE_TTL_S), REMOTE_TIMEOUT_S)
+        except Exception as error:
+            log.warning("the shared work's Redis: %s", error)
 
 
 @dataclass
@@ -74,6 +140,7 @@ class SharedWork:
         self.hits = self.misses = self.bytes = 0
         self._kept: OrderedDict[Hashable, bytes] = OrderedDict()
         self._flights: dict[Hashable, Flight] = {}
+        self.remote: RemoteAnswers | None = None  # answers shared with other workers (Redis)
 
     def stats(self) -> dict[str, int]:
         """{hits, misses, entries, bytes, limit_bytes}."""
@@ -91,23 +158,34 @@ class SharedWork:
         start: Callable[[], Flight],
         left: asyncio.Future,
         joined: Callable[[Flight], None] = lambda flight: None,
+        remote_key: str | None = None,
     ) -> bytes:
         """The answer for ``key``: kept, or the computation in flight's (``joined(flight)`` told),
-        or a new one's (``start()``). ``left`` ends when the asking page leaves: then this page
-        stops waiting (499), and the computation stops if nobody else waits for it."""
+        or kept in Redis under ``remote_key`` (with `remote`), or a new one's (``start()``).
+        ``left`` ends when the asking page leaves: then this page stops waiting (499), and the
+        computation stops if nobody else waits for it."""
         kept = self._kept.get(key)
         if kept is not None:
             self._kept.move_to_end(key)
             self.hits += 1
             return kept
         sharing = self.limit_bytes > 0  # 0: every page computes its own answer
+        remote_key = remote_key if sharing and self.remote is not None else None
+        if remote_key is not None and key not in self._flights:
+            found = await self.remote.get(remote_key)  # another worker's answer
+            if found is None:
+                found = self._kept.get(key)  # landed here meanwhile
+            if found is not None:
+                self.hits += 1
+                self._keep(key, found)
+                return found
         flight = self._flights.get(key) if sharing else None
         if flight is None:
             flight = start()  # a refusal (429) starts nothing and counts nothing
             self.misses += 1
             if sharing:
                 self._flights[key] = flight
-                flight.task.add_done_callback(functools.partial(self._landed, key, flight))
+                flight.task.add_done_callback(functools.partial(self._landed, key, flight, remote_key))
         else:
             self.hits += 1
             joined(flight)
@@ -132,12 +210,16 @@ class SharedWork:
                 del self._flights[key]
             flight.stop(reason, status)
 
-    def _landed(self, key: Hashable, flight: Flight, task: asyncio.Task[bytes]) -> None:
+    def _landed(
+        self, key: Hashable, flight: Flight, remote_key: str | None, task: asyncio.Task[bytes]
+    ) -> None:
         if self._flights.get(key) is flight:
             del self._flights[key]
         if task.cancelled() or task.exception() is not None:  # an error is not kept
             return
         self._keep(key, task.result())
+        if remote_key is not None and self.remote is not None:
+            self.remote.put(remote_key, task.result())
 
     def _keep(self, key: Hashable, answer: bytes) -> None:
         if len(answer) > self.limit_bytes:

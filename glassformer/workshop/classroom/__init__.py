@@ -12,6 +12,9 @@ every student's page.
                       class's text, each client's guess mapped to the model's token, the reveal
     poll_routes.py    POST/GET /api/class/poll, POST /api/class/guess, /api/class/poll/reveal,
                       /api/class/poll/close
+    broadcast.py      how the class travels between worker processes: nowhere (one process),
+                      or through Redis (``--broadcast redis://host:port``)
+    shared_poll.py    the poll kept in Redis, for a class served by several workers
 
 Who may do what (the teacher everything, a student following, the walk, generation, the
 views) is the door's: `door/rights.py`, enforced by `door/guard.py`, which also tells the

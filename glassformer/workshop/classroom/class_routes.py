@@ -17,7 +17,8 @@ has already told the teacher from a student and refused a student a teacher's ro
 Without a class (the workshop started without ``--class``) each answers 404 with how to
 start one; once the class has ended, 404 saying so. Each answer is small and made at once;
 the streams are bounded in number (`class_state.MAX_STREAMS`) and end with their page, the
-class or the server.
+class or the server. A change goes through the class's broadcast (`broadcast.py`): kept in
+this process, or in Redis for every worker serving the class (``--broadcast``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from glassformer.workshop.classroom.broadcast import InProcess
 from glassformer.workshop.classroom.class_events import class_events, last_event_id
 from glassformer.workshop.classroom.class_links import qr_svg, students_link
 from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
@@ -40,9 +42,13 @@ from glassformer.workshop.model_work import Workshop
 NO_STORE = {"Cache-Control": "no-store"}  # the state changes, the links hold a secret
 
 
-def class_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
+def class_routes(
+    classroom: Classroom | None, workshop: Workshop, broadcast: InProcess | None = None
+) -> list[Route]:
     """The routes above for ``classroom`` (None: no class runs); ``workshop`` gives the shared
-    work's stats and the server's stop."""
+    work's stats and the server's stop; ``broadcast`` carries each change to the other
+    workers (None: there are none)."""
+    board = broadcast or InProcess()
 
     def the_class() -> Classroom:
         if classroom is None:
@@ -74,18 +80,18 @@ def class_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]
         changes = body.model_dump(exclude_unset=True)
         if "sampling" in changes:
             changes["sampling"] = body.sampling.model_dump(exclude_none=True)
-        room.update(changes)
+        await board.update(room, changes)
         return JSONResponse(state(request, room), headers=NO_STORE)
 
     async def new_link(request: Request) -> JSONResponse:
         await read_request(request, Empty)
         room = the_class()
-        room.new_students_link()
+        await board.new_students_link(room)
         return JSONResponse({"students": link(request, room)}, headers=NO_STORE)
 
     async def end(request: Request) -> JSONResponse:
         await read_request(request, Empty)
-        the_class().end()
+        await board.end(the_class())
         return JSONResponse({"ended": True})
 
     async def qr(request: Request) -> Response:

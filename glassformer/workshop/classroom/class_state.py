@@ -15,6 +15,12 @@ once (the teacher's too), and `STREAMS_PER_CLIENT` per browser or script (429 pa
 
 The class's poll (`poll.py`) tells the streams of its changes through `poll_changed`: its
 news and a `poll_version` of its own, which the streams watch beside the state's.
+
+Served by several workers (``--broadcast``, `broadcast.py`) each worker's `Classroom` is its
+copy of the class kept in Redis: a change made on any worker arrives as `apply` (a version
+this copy has not seen), the students' token as `adopt_key`, and the counts the teacher
+sees are every worker's summed (`all_present`; this worker's own still counted here and
+handed to `on_presence`). Without one it is the class itself, as above.
 """
 
 from __future__ import annotations
@@ -65,6 +71,8 @@ class Classroom:
         self._waiting: set[asyncio.Event] = set()  # one per open stream
         self.poll_news: dict[str, Any] | None = None  # the class's poll, as its streams tell it
         self.poll_version = 0  # grows by one per change of the poll (`poll.py`)
+        self.all_present: dict[str, int] | None = None  # every worker's counts summed (`broadcast.py`)
+        self.on_presence: Any = None  # told when this worker's counts change (`broadcast.py`)
 
     def check_open(self) -> None:
         """404 once the class has ended."""
@@ -76,17 +84,13 @@ class Classroom:
         return self.snapshot(self.version, self.settings, role)
 
     def snapshot(self, version: int, settings: dict[str, Any], role: str) -> dict[str, Any]:
-        students = {"connected": self.connected, "following": self.following}
-        return {**copy.deepcopy(settings), "version": version, "role": role, "students": students}
+        return {**copy.deepcopy(settings), "version": version, "role": role, "students": self.presence()}
 
     def update(self, changes: dict[str, Any]) -> bool:
         """Apply ``changes`` (validated by `request_types.ClassUpdate`; the model checked here):
         a new version if anything changed, and every stream woken. Whether it changed."""
         self.check_open()
-        if "model" in changes and changes["model"] not in self.models:
-            raise RequestError(
-                f"model: no model {changes['model']!r} here; this class may show: {', '.join(self.models)}"
-            )
+        self.check_model(changes)
         changed = {key: value for key, value in changes.items() if self.settings.get(key) != value}
         if not changed:
             return False
@@ -95,6 +99,39 @@ class Classroom:
         self.history.append((self.version, copy.deepcopy(self.settings)))
         self.wake()
         return True
+
+    def check_model(self, changes: dict[str, Any]) -> None:
+        """400 if ``changes`` names a model this class may not show."""
+        if "model" in changes and changes["model"] not in self.models:
+            raise RequestError(
+                f"model: no model {changes['model']!r} here; this class may show: {', '.join(self.models)}"
+            )
+
+    def apply(self, version: int, settings: dict[str, Any]) -> bool:
+        """Take the state ``version`` made on another worker (`broadcast.py`), if it is newer
+        than this copy's; every stream woken. Whether it was."""
+        if version <= self.version:
+            return False
+        self.settings = copy.deepcopy(settings)
+        self.version = version
+        self.history.append((version, copy.deepcopy(settings)))
+        self.wake()
+        return True
+
+    def adopt_key(self, token: str | None) -> None:
+        """The students' token made (or revoked: None) on another worker: the old one opens
+        nothing here either, and the streams opened under it close."""
+        if token != self.key.token:
+            self.key.token = token
+            self.key.generation += 1
+            self.wake()
+
+    def ended_elsewhere(self) -> None:
+        """The class ended on another worker: here too."""
+        if not self.ended:
+            self.ended = True
+            self.key.revoke()
+            self.wake()
 
     def since(self, version: int | None) -> list[tuple[int, dict[str, Any]]]:
         """The states after ``version``: none if it is the current one, the changes since it if
@@ -106,7 +143,16 @@ class Classroom:
         return [(self.version, self.settings)]
 
     def presence(self) -> dict[str, int]:
+        """The students following, on every worker (this one's alone without `broadcast.py`)."""
+        if self.all_present is not None:
+            return dict(self.all_present)
         return {"connected": self.connected, "following": self.following}
+
+    def counted(self) -> None:
+        """This worker's counts changed: the streams woken, the broadcast told."""
+        self.wake()
+        if self.on_presence is not None:
+            self.on_presence()
 
     def open_stream(self, client: str, student: bool, following: bool) -> None:
         """Count a stream opening (429 past `MAX_STREAMS` in all or `STREAMS_PER_CLIENT` for ``client``)."""
@@ -124,7 +170,7 @@ class Classroom:
         if student:
             self.connected += 1
             self.following += following
-            self.wake()
+            self.counted()
 
     def close_stream(self, client: str, student: bool, following: bool) -> None:
         self.streams[client] -= 1
@@ -133,7 +179,7 @@ class Classroom:
         if student:
             self.connected -= 1
             self.following -= following
-            self.wake()
+            self.counted()
 
     def new_students_link(self) -> str:
         """A new students' token: the old links and cookies open nothing, their streams close."""

@@ -70,6 +70,7 @@ class Poll:
     revealed: dict[str, Any] | None = None
     guesses: dict[str, Guess] = field(default_factory=dict)  # client -> their guess
     last_guess: dict[str, float] = field(default_factory=dict)  # client -> when (monotonic)
+    shared_id: int | None = None  # its number in Redis, served by several workers (`broadcast.py`)
 
     def __post_init__(self) -> None:
         self.probs = torch.softmax(self.logits.float(), dim=-1)  # v: the model's own distribution
@@ -119,6 +120,17 @@ class Poll:
             raise RequestError(f"this poll has {MAX_GUESSES} answers already: it takes no more", status=429)
         self.last_guess[client] = now
         self.guesses[client] = Guess(text, self.read(text))
+
+    def sync_guesses(self, kept: dict[str, str]) -> None:
+        """The class's guesses as kept in Redis ({client: text}, `broadcast.py`), each mapped
+        here (a guess this copy mapped already is not read again)."""
+        mine = self.guesses
+        self.guesses = {
+            client: mine[client]
+            if client in mine and mine[client].text == text
+            else Guess(text, self.read(text))
+            for client, text in kept.items()
+        }
 
     def groups(self) -> list[dict[str, Any]]:
         """The guesses grouped by the token they map to (a guess of no token: by its text), the

@@ -20,7 +20,9 @@ Each change of the poll is ``event: poll`` on the class's streams (`class_events
 poll's forward pass and its draw run on the model thread in the teacher's turn, within the
 ``poll`` budget (`limits.SECONDS`; its length limit is a walk's); a guess is a tokenization of
 at most `poll.TAIL_CHARS` + 40 characters, on the event loop. Without a class each answers 404
-with how to start one; without a poll, 404 saying how to open one.
+with how to start one; without a poll, 404 saying how to open one. Served by several workers
+(``--broadcast``), the poll's state and guesses are kept in Redis (`broadcast.py`): a worker
+that has not seen the poll yet opens its own copy of the model's side first.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from glassformer.workshop.classroom.broadcast import InProcess
 from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
 from glassformer.workshop.classroom.poll import NO_POLL, Poll, draw, open_poll, reveal_settings
 from glassformer.workshop.door.http import RequestError, read_query, read_request
@@ -39,9 +42,13 @@ from glassformer.workshop.model_work import Workshop
 NO_STORE = {"Cache-Control": "no-store"}  # the poll changes with every guess
 
 
-def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
-    """The routes above for ``classroom`` (None: no class runs), on ``workshop``'s models."""
-    current: list[Poll] = []  # the class's poll, once one is opened
+def poll_routes(
+    classroom: Classroom | None, workshop: Workshop, broadcast: InProcess | None = None
+) -> list[Route]:
+    """The routes above for ``classroom`` (None: no class runs), on ``workshop``'s models;
+    ``broadcast``: where the poll is kept besides (None: this process alone)."""
+    current: list[Poll] = []  # the class's poll (this worker's copy), once one is opened
+    board = broadcast or InProcess()
 
     def the_class() -> Classroom:
         if classroom is None:
@@ -49,8 +56,9 @@ def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
         classroom.check_open()
         return classroom
 
-    def the_poll() -> Poll:
+    async def the_poll(request: Request) -> Poll:
         the_class()
+        await board.poll_sync(current, lambda model, question: opened(request, model, question))
         if not current:
             raise RequestError(NO_POLL, status=404)
         return current[0]
@@ -70,9 +78,19 @@ def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
         except (ValueError, TypeError, KeyError) as error:
             raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from None
 
-    def changed(poll: Poll) -> None:
+    async def changed(poll: Poll) -> None:
         if current and current[0] is poll:  # a poll replaced meanwhile tells nothing
-            the_class().poll_changed(poll.news())
+            await board.poll_tell(the_class(), poll)
+
+    async def opened(request: Request, name: str, text: str) -> Poll:
+        """A poll on model ``name`` reading ``text`` (400 if the model continues no text)."""
+        lm = workshop.reader(name, "poll", text)
+        if not lm.config.generates or lm.config.seq2seq:
+            raise RequestError(
+                f"{name} does not continue a text (it is no decoder): open a model that predicts the "
+                "next token (a GPT-like one) for the class's poll"
+            )
+        return await model_work(request, open_poll, lm, name, text)
 
     async def ask(request: Request) -> JSONResponse:
         await read_request(request, Empty)
@@ -80,31 +98,26 @@ def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
         name, text = room.settings["model"], room.settings["text"]
         if not text:
             raise RequestError("the class's text is empty: write the text the class should continue first")
-        lm = workshop.reader(name, "poll", text)
-        if not lm.config.generates or lm.config.seq2seq:
-            raise RequestError(
-                f"{name} does not continue a text (it is no decoder): open a model that predicts the "
-                "next token (a GPT-like one) for the class's poll"
-            )
-        poll = await model_work(request, open_poll, lm, name, text)
+        poll = await opened(request, name, text)
+        await board.poll_opened(poll)
         current[:] = [poll]
-        changed(poll)
+        await changed(poll)
         return view(request, poll)
 
     async def guess(request: Request) -> JSONResponse:
         body = await read_request(request, PollGuess)
-        poll = the_poll()
-        poll.guess(request.scope.get("state", {}).get("client", TEACHER), body.guess)
-        changed(poll)
+        poll = await the_poll(request)
+        await board.poll_guess(poll, request.scope.get("state", {}).get("client", TEACHER), body.guess)
+        await changed(poll)
         return view(request, poll)
 
     async def read(request: Request) -> JSONResponse:
         read_query(request, NoQuery)
-        return view(request, the_poll())
+        return view(request, await the_poll(request))
 
     async def reveal(request: Request) -> JSONResponse:
         await read_request(request, Empty)
-        poll = the_poll()
+        poll = await the_poll(request)
         if poll.revealed is not None:
             raise RequestError("this poll's token is revealed already: ask the class a new one", status=409)
         try:
@@ -113,15 +126,15 @@ def poll_routes(classroom: Classroom | None, workshop: Workshop) -> list[Route]:
             raise RequestError(f"the class's sampling: {error}") from None
         token = await model_work(request, draw, poll, settings)
         if poll.revealed is None:  # a second reveal meanwhile drew the same token
-            poll.reveal(token)
-            changed(poll)
+            await board.poll_reveal(poll, token)
+            await changed(poll)
         return view(request, poll)
 
     async def close(request: Request) -> JSONResponse:
         await read_request(request, Empty)
-        poll = the_poll()
-        if poll.close():
-            changed(poll)
+        poll = await the_poll(request)
+        if await board.poll_close(poll):
+            await changed(poll)
         return view(request, poll)
 
     return [
