@@ -1,14 +1,16 @@
 """The training lab: one training run at a time, in its own process, followed from the page.
 
 `Lab.start(preset, fields)` starts ``python -m glassformer train --preset P --out runs/P-lab
---overwrite --set ...`` with the server's interpreter, in a session of its own (a Ctrl-C
-meant for the server does not reach it). The run is a normal run directory, so the CLI can
+--set ...`` with the server's interpreter, in a session of its own (a Ctrl-C meant for the
+server does not reach it), into a fresh directory (``P-lab``, else ``P-lab-2``, ...:
+`fresh_run`): a start never deletes or changes another run. The run is a normal run directory, so the CLI can
 ``eval``, ``generate`` and ``--resume`` it. Pause and resume stop and continue the process
 (SIGSTOP / SIGCONT: nothing is lost, it just waits); stop sends SIGINT, and the trainer
 saves a checkpoint before it exits, so killing a run loses nothing beyond its last
 checkpoint; "continue" starts ``train --resume`` on a stopped run. Only fields a learner
-would change are accepted (`lab_fields.FIELDS`), each checked before any process starts, and the
-model they make is checked for size (`glassformer.models.size`).
+would change are accepted (`lab_fields.FIELDS`), each checked before any file is touched, with the
+model they make (its size: `glassformer.models.size`) and its schedule (the trainer's own check,
+`glassformer.train.schedules.check_schedule`): a start the trainer would refuse is a 400.
 
 The lab supervises by the run directories' locks, not by its memory: a trainer holds its
 run's ``trainer.lock`` while it lives (`glassformer.train.run_lock`). A new lab (the server
@@ -44,6 +46,7 @@ from glassformer.models.size import MEMORY_SHARE, ModelTooLarge, check_size, phy
 from glassformer.train.pace import Pace, estimate_seconds, evaluations
 from glassformer.train.pace_child import measure_in_child
 from glassformer.train.run_lock import Holder, holder
+from glassformer.train.schedules import check_schedule
 from glassformer.train.settings import (
     RunConfig,
     apply_overrides,
@@ -51,6 +54,7 @@ from glassformer.train.settings import (
     preset_names,
     preset_summary,
 )
+from glassformer.workshop.lab.fresh_run import fresh_run
 from glassformer.workshop.lab.lab_fields import (
     FIELDS,
     PROCESSES,
@@ -63,7 +67,6 @@ from glassformer.workshop.lab.lab_fields import (
 )
 from glassformer.workshop.lab.trainer_process import TrainerProcess
 
-LAB_SUFFIX = "-lab"
 DEFAULT_PRESET = "induction"  # the form's first choice: trains in about a minute here, and shows a head form
 STOP_WAIT_S = 30.0  # stop: how long the trainer has to save its checkpoint before it is killed
 SHUTDOWN_WAIT_S = 1.5  # the server stopping: how long it waits for the trainer (then leaves it)
@@ -170,9 +173,9 @@ class Lab:
 
     # the process -----------------------------------------------------------------------------
     def start(self, preset: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """Start ``preset`` with ``fields`` changed, in ``runs/<preset>-lab`` (replaced); with
-        ``fields["processes"]`` > 1, on that many processes under torchrun (each a slice of every
-        batch: `glassformer.train.distributed`)."""
+        """Start ``preset`` with ``fields`` changed, in a fresh ``runs/<preset>-lab[-n]``
+        (`fresh_run`), once every check has passed; with ``fields["processes"]`` > 1, on that
+        many processes under torchrun (each a slice of every batch: `glassformer.train.distributed`)."""
         fields, processes = split_processes(fields)
         run = self._run_config(preset, fields)  # checked here: a bad mix is a message, not a failed process
         if run.train.batch_size < processes:
@@ -181,8 +184,8 @@ class Lab:
                 "(each needs a row of every batch): start fewer processes"
             )
         self._refuse_if_busy()
-        self.run = f"{preset}{LAB_SUFFIX}"
-        command = ["train", "--preset", preset, "--out", str(self.runs_root / self.run), "--overwrite"]
+        self.run = fresh_run(self.runs_root, preset)  # never a directory that holds a run
+        command = ["train", "--preset", preset, "--out", str(self.runs_root / self.run)]
         for assignment in overrides(fields):
             command += ["--set", assignment]
         self._launch(command, processes)
@@ -314,6 +317,12 @@ class Lab:
             raise  # its message says what to do
         except (TypeError, ValueError) as error:
             raise ValueError(f"these settings make no model: {error}") from None
+        t = run.train
+        try:  # the trainer's own check (`make_scheduler`), made here before any file is touched
+            check_schedule(t.schedule, t.warmup_steps, t.steps, t.min_lr_ratio)
+        except ValueError as error:
+            why = f"(total_steps is train.steps; {preset} warms up for {t.warmup_steps} steps)"
+            raise ValueError(f"{preset} cannot train with train.steps={t.steps}: {error} {why}") from None
         return run
 
     def _launch(self, arguments: list[str], processes: int = 1) -> None:

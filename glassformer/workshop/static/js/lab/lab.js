@@ -39,6 +39,22 @@ function showMessage(text, until = null) {
   clearMessageWhen = text ? until : null;
 }
 
+let startProblemAt = null; // the run's status when the problem beside Start was shown
+
+/** Why the last Start (or Continue) did not go, beside the Start button: the server's refusal,
+ * or the last line of the log of a run that failed as it began; "" clears it. It clears too
+ * once the run's status is no longer ``at`` (a refusal because a run trained, when it ends). */
+function showStartProblem(text, at = null) {
+  $("start-problem").textContent = text;
+  $("start-problem").hidden = !text;
+  startProblemAt = text ? at : null;
+}
+
+/** The last line of a log that says something (a failed run's reason, as Python prints it). */
+function lastLine(log) {
+  return (log ?? "").split("\n").map((line) => line.trim()).filter(Boolean).at(-1) ?? "";
+}
+
 /** " · about 40 s to go" while the run trains, from its own pace (lab_pace.js); "" before
  * there is a pace to tell. */
 function timeLeft(progress, metrics, status) {
@@ -75,7 +91,10 @@ function drawForm() {
     el("p", { id: "preset-estimate", class: "hint" }),
     ...fields,
   );
-  form.addEventListener("change", (event) => { if (event.target.name in overview.fields) showEstimate(); });
+  form.addEventListener("change", (event) => {
+    showStartProblem(""); // the form changed: the refusal was about the fields before
+    if (event.target.name in overview.fields) showEstimate();
+  });
   fillFields();
 }
 
@@ -225,6 +244,10 @@ function drawAll() {
   document.body.dataset.state = status;
   if (clearMessageWhen?.(status)) showMessage("");
   $("status").textContent = following ? `${following}: ${status}` : "";
+  if (startProblemAt !== null && status !== startProblemAt) showStartProblem("");
+  if (status === "failed" && state.run === overview.state?.run && state.run === following) {
+    showStartProblem(`${following} failed: ${lastLine(state.log) || "see its log"}`, status); // not only in the log
+  }
   const own = state && overview.state && state.run === following && state.pid;
   $("pause").disabled = !(own && status === "running");
   $("resume").disabled = !(own && status === "paused");
@@ -239,16 +262,19 @@ function drawAll() {
 
 // the buttons ----------------------------------------------------------------------------
 async function act(path, body) {
+  const starts = path === "/start" || path === "/continue"; // their refusals show beside Start
   try {
     const state = await post(path, body);
     showMessage("");
+    if (starts) showStartProblem("");
     overview.state = state;
     if (state.run) follow(state.run);
     data.state = state;
     drawAll();
   } catch (error) {
     const at = data.state?.status ?? "idle";
-    showMessage(error.message, (status) => status !== at); // e.g. "is training now": until it is not
+    if (starts) showStartProblem(error.message, at); // e.g. fewer steps than the warm-up's: nothing was touched
+    else showMessage(error.message, (status) => status !== at); // e.g. "nothing to stop"
   }
 }
 
