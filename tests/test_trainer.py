@@ -212,6 +212,11 @@ def test_cli_train_generate_eval_runs(tmp_path, capsys, monkeypatch):
     assert "done:" in capsys.readouterr().out and (out / "tensorboard").is_dir()
     assert cli.main([*args, "--overwrite"]) == 0  # tensorboard/ is the run's own folder
     capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    failing = [*args, "--set", "train.schedule=cosine", "--set", "train.warmup_steps=10", "--overwrite"]
+    assert cli.main(failing) == 2  # a schedule the trainer refuses: said first, the old run kept
+    assert "warmup_steps=10" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     assert cli.main(["generate", str(out), "the", "--max-new-tokens", "5", "--temperature", "0"]) == 0
     assert capsys.readouterr().out.startswith("the")
     assert cli.main(["generate", str(out), "the ~~~ é"]) == 2

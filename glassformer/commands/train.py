@@ -148,8 +148,10 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
     """The preset with --set applied; on --resume, the run's saved settings instead. A new
     run never writes into a directory that already holds files: --overwrite deletes an old
     run first, and only a directory holding nothing but a run's own files (its lock, which
-    this process holds, stays)."""
+    this process holds, stays), and only once the settings are known to train: a schedule the
+    trainer would refuse is refused before anything is deleted."""
     from glassformer.formats.run_directory import LOCK
+    from glassformer.train.schedules import check_schedule
     from glassformer.train.settings import RunConfig, apply_overrides, load_preset
 
     if args.resume:
@@ -160,6 +162,8 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
             RunConfig.from_dict(saved, name=saved.get("name", args.preset)), args.overrides
         )
     settings = apply_overrides(load_preset(args.preset), args.overrides)
+    t = settings.train  # the trainer's own check (`make_scheduler`), before --overwrite deletes
+    check_schedule(t.schedule, t.warmup_steps, t.steps, t.min_lr_ratio)
     if args.overwrite:
         from glassformer.atomic import delete_owned_directory
         from glassformer.formats.run_directory import DISTRIBUTED, RUN_FILES, TENSORBOARD
