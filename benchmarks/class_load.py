@@ -18,7 +18,7 @@ Two servers in the same run, the same model, the same clients:
 Then 30 students exploring at once (each its own 16-token prompt: nothing to share) while the
 teacher changes the text once: p50 / p95 of the explorers' walks, and the followers' times
 meanwhile. Last, with ``--minutes`` > 0, a class that goes on that long (a change every few
-seconds): the server's resident memory (this process: the app runs in it) after warm-up and
+seconds): the server's resident memory (the server's process) after warm-up and
 at the end, and the shared work's hit rate.
 
 Goals (issue 30): followers' p95 <= 1 s for 30 and <= 2 s for 100; explorers' p95 <= 5 s with
@@ -33,8 +33,10 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import resource
+import secrets
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -149,31 +151,66 @@ def figures(times: list[float]) -> str:
     return f"p50 {statistics.median(ordered):5.2f} s  p95 {p95:5.2f} s  max {ordered[-1]:5.2f} s"
 
 
-def rss_mb() -> float:
-    """This process's resident set size now (MB), from /proc."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 class Class:
-    """A served class: the app, its teacher's token and students' link, the students following."""
+    """A served class: the workshop in a process of its own (as a real server: its clients'
+    threads here never share its interpreter), its teacher's token and students' link, the
+    students following."""
 
-    def __init__(self, lm, name: str, cache_bytes: int | None) -> None:
-        from glassformer.workshop.server import create_app
-        from tests.workshop_server import serving
+    def __init__(self, model: str, cache_bytes: int | None) -> None:
+        from tests.workshop_server import free_port
 
-        extra = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
         self.runs = tempfile.TemporaryDirectory()
-        self.app = create_app({name: lm}, runs_root=self.runs.name, classroom=True, **extra)
-        self.serving = serving(self.app)
-        self.url = self.serving.__enter__()
-        self.name, self.token = name, self.app.state.token
-        self.link = f"{self.url}?lock=1&token={self.app.state.classroom.key.token}"
+        self.token, port = secrets.token_urlsafe(16), free_port()
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.class_load",
+            "--serve",
+            "--model",
+            model,
+            "--port",
+            str(port),
+        ]
+        command += ["--token", self.token, "--runs", self.runs.name]
+        command += [] if cache_bytes is None else ["--cache-bytes", str(cache_bytes)]
+        self.server = subprocess.Popen(command)
+        self.url, self.name = f"http://127.0.0.1:{port}/", Path(model).name
+        self.link = self._students_link()
         self.students: list[Student] = []
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
+
+    def _students_link(self) -> str:
+        """The students' link the teacher's GET /api/class gives, once the server answers."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if self.server.poll() is not None:
+                raise RuntimeError(f"the workshop exited with {self.server.returncode}")
+            try:
+                parts = urlsplit(self.url)
+                connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+                connection.request("GET", "/api/class", headers={"Authorization": f"token {self.token}"})
+                answer = json.loads(connection.getresponse().read())
+                connection.close()
+                return answer["links"]["students"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.5)
+        raise RuntimeError("the workshop did not answer")
+
+    def rss_mb(self) -> float:
+        """The server's resident set size now (MB)."""
+        for line in Path(f"/proc/{self.server.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def work_stats(self) -> dict:
+        parts = urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        connection.request("GET", "/api/class", headers={"Authorization": f"token {self.token}"})
+        answer = json.loads(connection.getresponse().read())
+        connection.close()
+        return answer["work"]
 
     def add_followers(self, n: int) -> None:
         for _ in range(n):
@@ -195,13 +232,14 @@ class Class:
 
     def close(self) -> None:
         self.stop.set()
-        self.serving.__exit__(None, None, None)
+        self.server.terminate()
+        self.server.wait(30)
         self.runs.cleanup()
 
 
-def followers_run(lm, name: str, n: int, changes: int, cache_bytes: int | None) -> list[float]:
+def followers_run(model: str, n: int, changes: int, cache_bytes: int | None) -> list[float]:
     """Times of ``changes`` teacher changes (after one to warm up) reaching ``n`` followers."""
-    room = Class(lm, name, cache_bytes)
+    room = Class(model, cache_bytes)
     try:
         room.add_followers(n)
         room.change(TEXTS[-1], 1)  # warm-up: the model's first passes
@@ -213,20 +251,22 @@ def followers_run(lm, name: str, n: int, changes: int, cache_bytes: int | None) 
         room.close()
 
 
-def explorers_run(lm, name: str, followers: int, explorers: int) -> tuple[list[float], list[float]]:
+def explorers_run(model: str, followers: int, explorers: int) -> tuple[list[float], list[float]]:
     """``explorers`` students walking their own prompts at once while the teacher changes the
     text once for ``followers``: (the explorers' walk times, the followers' times)."""
-    room = Class(lm, name, None)
+    room = Class(model, None)
     try:
         room.add_followers(followers)
         room.change(TEXTS[-1], 1)
-        own = [Student(room.url, room.link, name) for _ in range(explorers)]
+        own = [Student(room.url, room.link, room.name) for _ in range(explorers)]
         walked: list[float] = []
         lock = threading.Lock()
 
         def explore(i: int, student: Student) -> None:
             started = time.monotonic()
-            student.post("/api/walk", {"model": name, "text": f"Student {i} asks: {TEXTS[i % len(TEXTS)]}"})
+            student.post(
+                "/api/walk", {"model": room.name, "text": f"Student {i} asks: {TEXTS[i % len(TEXTS)]}"}
+            )
             with lock:
                 walked.append(time.monotonic() - started)
 
@@ -242,60 +282,77 @@ def explorers_run(lm, name: str, followers: int, explorers: int) -> tuple[list[f
         room.close()
 
 
-def long_class(lm, name: str, followers: int, minutes: float) -> None:
+def long_class(model: str, followers: int, minutes: float) -> None:
     """A class of ``minutes``: a change every few seconds; memory and the hit rate."""
-    room = Class(lm, name, None)
+    room = Class(model, None)
     try:
         room.add_followers(followers)
         room.change(TEXTS[-1], 1)
-        warm = rss_mb()
+        warm = room.rss_mb()
         end = time.monotonic() + 60 * minutes
         step = 2
         while time.monotonic() < end:
             room.change(TEXTS[step % len(TEXTS)], step)
             step += 1
             time.sleep(3.0)
-        stats = room.app.state.workshop.work_stats()
+        stats = room.work_stats()
         asked = stats["hits"] + stats["misses"]
         print(
             f"{minutes:g}-minute class, {followers} followers, {step - 1} changes: RSS {warm:.0f} MB after "
-            f"warm-up, {rss_mb():.0f} MB at the end; shared work {stats['hits']}/{asked} answers shared "
+            f"warm-up, {room.rss_mb():.0f} MB at the end; shared work {stats['hits']}/{asked} answers shared "
             f"({100 * stats['hits'] / max(asked, 1):.0f}%), {stats['bytes'] / 2**20:.1f} MB kept"
         )
     finally:
         room.close()
 
 
+def serve(args: argparse.Namespace) -> None:
+    """The workshop of a class, served in this process until it is terminated (``--serve``)."""
+    import uvicorn
+
+    from glassformer.workshop.server import create_app
+
+    lm = gf.load(args.model)
+    extra = {} if args.cache_bytes is None else {"cache_bytes": args.cache_bytes}
+    app = create_app({Path(args.model).name: lm}, args.runs, token=args.token, classroom=True, **extra)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
 def main() -> None:
     warnings.filterwarnings("ignore")
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--model", default="smollm2-135m-instruct", help="what gf.load reads")
     parser.add_argument("--followers", type=int, nargs="+", default=[30, 100])
     parser.add_argument("--changes", type=int, default=4, help="teacher's changes timed per server")
     parser.add_argument("--explorers", type=int, default=30, help="0: skip the explorers' run")
     parser.add_argument("--minutes", type=float, default=10.0, help="the long class's length (0: skip)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the baseline server")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the server's process
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--token", help=argparse.SUPPRESS)
+    parser.add_argument("--runs", help=argparse.SUPPRESS)
+    parser.add_argument("--cache-bytes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve(args)
+        return
 
-    lm = gf.load(args.model)
-    name = Path(args.model).name
-    print(f"{cpu_name()}; {name}; {args.changes} changes after a warm-up, real HTTP clients on 127.0.0.1")
+    print(f"{cpu_name()}; {Path(args.model).name}; {args.changes} changes after a warm-up; the server in its")
+    print("own process, real HTTP clients (one thread per student) on 127.0.0.1")
     print(f"{'followers':>9}  {'server':<9} teacher's change -> every follower holding its walk and lens")
     for n in args.followers:
         for label, cache in (("shared", None), ("baseline", 0)):
             if label == "baseline" and args.no_baseline:
                 continue
-            print(
-                f"{n:9d}  {label:<9} {figures(followers_run(lm, name, n, args.changes, cache))}", flush=True
-            )
+            times = followers_run(args.model, n, args.changes, cache)
+            print(f"{n:9d}  {label:<9} {figures(times)}", flush=True)
     if args.explorers:
-        walked, followed = explorers_run(lm, name, min(args.followers), args.explorers)
+        walked, followed = explorers_run(args.model, min(args.followers), args.explorers)
         print(f"{args.explorers} explorers' own walks:           {figures(walked)}")
         print(f"{min(args.followers)} followers meanwhile:          {figures(followed)}")
     if args.minutes > 0:
-        long_class(lm, name, min(args.followers), args.minutes)
+        long_class(args.model, min(args.followers), args.minutes)
 
 
 if __name__ == "__main__":
