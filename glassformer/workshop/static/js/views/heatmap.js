@@ -81,12 +81,14 @@ export function legend(scale, extent, low, high) {
 
 /**
  * options: {values (rows*cols), rows, cols, rowLabels, colLabels, scale: "unit" | "diverging",
- *           square, rowTitle, colTitle, describe(row, col, value) -> text}
+ *           square, rowTitle, colTitle, describe(row, col, value) -> text,
+ *           maxWidth, maxHeight: px of cells at most (a teaching slide's room; default 560 x 520)}
  */
 export function heatmap(options) {
   const { values, rows, cols, rowLabels, colLabels, scale = "diverging", square = false, describe } = options;
-  let cellW = clamp(Math.floor(MAX_WIDTH / cols), MIN_CELL, MAX_CELL);
-  let cellH = clamp(Math.floor(MAX_HEIGHT / rows), MIN_CELL, MAX_CELL);
+  const { maxWidth = MAX_WIDTH, maxHeight = MAX_HEIGHT } = options;
+  let cellW = clamp(Math.floor(maxWidth / cols), MIN_CELL, MAX_CELL);
+  let cellH = clamp(Math.floor(maxHeight / rows), MIN_CELL, MAX_CELL);
   if (square) cellW = cellH = Math.min(cellW, cellH);
   else cellH = Math.min(cellH, Math.max(cellW, 16));
 

@@ -28,6 +28,7 @@ import { bars } from "../panels/prediction.js";
 import { caption, describeCell, mapKind, tokenLabels } from "./stage_map_words.js";
 import { vectorDetail } from "./stage_vector_detail.js";
 import { axisTokens } from "../core/stages.js";
+import { mapRoom } from "./slide.js";
 
 const FIRST_FEATURES = 64;
 const THUMB_SIZE = 44; // px
@@ -136,6 +137,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
       const view = rowView({ stage, payload, level, loadStage }, array, pickRow);
       const overlay = view && payload.image && kind === "pattern" ? patchAttentionView({ payload, onQuery: pickRow }) : null;
       if (view) below.replaceChildren(overlay?.element ?? "", view.element);
+      const room = mapRoom(root); // teaching mode's current step: the map fits the slide beside its words
       const draw = () => {
         const plane = perHead ? slice(array, current) : array; // rows cols
         const shown = colAxis.tokens ? plane : leadingColumns(plane, FIRST_FEATURES);
@@ -152,6 +154,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
           colTitle: { pattern: "keys", scores: "keys", routing: "experts" }[kind] ??
             (colAxis.letter === "v" ? "vocabulary ids" : "features"),
           describe: describeCell(kind, rowAxis, colAxis, current, letters[0]),
+          ...room,
         }, view ? pickRow : null);
         const clipped = plane.shape[1] > cols
           ? el("p", { class: "hint" }, `the first ${cols} of ${plane.shape[1]} ${colAxis.letter === "v" ? "vocabulary entries" : "features"}`)
@@ -166,6 +169,7 @@ export function stageDetail({ stage, payload, level, head = 0, onHead, loadStage
           place = map.place;
           pickRow(row);
         }
+        if (!root.dataset.ready && room.maxHeight) root.closest(".step")?.scrollIntoView({ block: "center" }); // the slide, in full
         root.dataset.head = current ?? "";
         root.dataset.ready = "1";
       };

@@ -7,6 +7,7 @@ import { renderLines } from "../views/attention_lines.js";
 import { renderOverview } from "../overview/overview.js";
 import { renderImageAttention } from "../views/patch_attention.js";
 import { createReveal } from "./reveal.js";
+import { markRoom } from "./slide.js";
 import { stageDetail } from "./stage_detail.js";
 import { loadStage } from "./stage_tensors.js";
 import { readSettings, state, writeSettings } from "../core/state.js";
@@ -46,7 +47,9 @@ export function selectStage(id) {
   const toggled = id || state.get().stage;
   state.update({ stage: id, ...(id ? blockOf(state.get().walk.payload.stages, id) : {}) });
   writeSettings(state.get());
-  walkPanel.querySelector(`.step[data-stage="${CSS.escape(toggled)}"] .step-head`)?.focus({ preventScroll: true });
+  const step = walkPanel.querySelector(`.step[data-stage="${CSS.escape(toggled)}"]`);
+  step?.querySelector(".step-head")?.focus({ preventScroll: true });
+  if (reveal && id) step?.scrollIntoView({ block: "center" }); // teaching mode: the opened step is the slide
 }
 
 function openBlock(group) {
@@ -75,6 +78,7 @@ export function drawWalk() {
     renderWalk(walkPanel, { payload: walk.payload, level, lessonsFor, openBlock: open, selected: stage, onOpenBlock: openBlock, onSelect, detailFor });
   }
   if (!reveal) return;
+  markRoom(); // the slide's room, before the reveal scrolls its current step into it
   reveal.apply(walkPanel);
   drawOverview(); // its boxes show their numbers once the reveal reaches them
   for (const id of HELD_BACK) $(id).hidden = !reveal.done(); // the answer (and generating one) waits for the last step
