@@ -358,7 +358,7 @@ def test_without_a_class_the_model_is_served_in_order_of_arrival():
         queue, order = FairQueue(), []
         async with queue.turn("teacher"):  # the model is busy while all ten arrive
             tasks = await _served(queue, [("teacher", False)] * 10, order, lambda i, client: str(i))
-            assert queue.queued == 10 and queue.ahead("teacher") == 1
+            assert queue.queued == 10 and queue.ahead("teacher") == 0  # the one running is its own
         await asyncio.gather(*tasks)
         return order
 
@@ -382,7 +382,7 @@ def test_the_teacher_goes_first_and_the_students_in_turn():
         async with queue.turn("teacher"):
             tasks = await _served(queue, asks, order, lambda i, client: f"{client}#{i}")
             assert queue.queued == len(asks)
-            assert queue.ahead("teacher") == 1  # the one running, then the teacher's
+            assert queue.ahead("teacher") == 0  # the one running is the teacher's own, its next is first
             assert [queue.ahead(f"student:{s}") for s in "abcd"] == [3, 4, 5, 6]
         await asyncio.gather(*tasks)
         assert queue.queued == 0 and queue.ahead("student:a") == 0

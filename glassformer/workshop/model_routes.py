@@ -10,6 +10,8 @@ GET  /api/samples      ?model= -> the held-out digits a vision model can read, f
                        picker: {count, images (packed n C H W), labels, source} (`images.py`)
 POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
                        as one more model (its latest checkpoint), to walk or compare
+GET  /api/queue        {ahead, queued}: how many requests go before this page's next turn of the
+                       model (`door/fair_queue.py`), and how many wait in all; a waiting page says so
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from glassformer.inspect.cost_report import costs
 from glassformer.loading import load
 from glassformer.sampling import SAMPLING_DEFAULTS
 from glassformer.workshop.door.budget import watch
+from glassformer.workshop.door.fair_queue import client_of
 from glassformer.workshop.door.http import RequestError, answer, read_query, read_request
-from glassformer.workshop.door.request_types import CostsQuery, RunRequest, SamplesQuery
+from glassformer.workshop.door.request_types import CostsQuery, NoQuery, RunRequest, SamplesQuery
 from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.reading.attention_change import origin
 from glassformer.workshop.walk.architecture import model_entry
@@ -79,9 +82,15 @@ def model_routes(workshop: Workshop) -> list[Route]:
             origins[name] = origin(directory)
         return JSONResponse({"model": name})
 
+    async def queue(request: Request) -> JSONResponse:
+        read_query(request, NoQuery)
+        ahead = workshop.queue.ahead(client_of(request))
+        return JSONResponse({"ahead": ahead, "queued": workshop.queue.queued})
+
     return [
         Route("/api/models", list_models),
         Route("/api/costs", model_costs),
         Route("/api/samples", samples),
         Route("/api/lab/open", open_run, methods=["POST"]),
+        Route("/api/queue", queue),
     ]

@@ -73,8 +73,9 @@ class FairQueue:
     def ahead(self, client: str) -> int:
         """How many requests go before ``client``'s next turn, as the queue stands now: the one
         running, the teacher's line, and one per student before it in the round (a client with
-        nothing waiting: how many a new request of its would have ahead)."""
-        running = int(self._holder is not None)
+        nothing waiting: how many a new request of its would have ahead). The request running
+        counts unless it is ``client``'s own."""
+        running = int(self._holder is not None and self._holder.client != client)
         if client == TEACHER:
             waiting = any(ticket.client == TEACHER for ticket in self._teacher)
             return running + (0 if waiting else len(self._teacher))

@@ -44,6 +44,7 @@ RIGHTS: dict[str, str] = {
     "GET /api/models": EVERYONE,
     "GET /api/costs": EVERYONE,
     "GET /api/samples": EVERYONE,
+    "GET /api/queue": EVERYONE,
     "POST /api/walk": EVERYONE,
     "POST /api/stage": EVERYONE,
     "POST /api/lens": EVERYONE,
