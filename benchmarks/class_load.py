@@ -171,7 +171,7 @@ class Class:
             "--port",
             str(port),
         ]
-        command += ["--token", self.token, "--runs", self.runs.name]
+        command += [f"--token={self.token}", "--runs", self.runs.name]  # a token may start with "-"
         command += [] if cache_bytes is None else ["--cache-bytes", str(cache_bytes)]
         self.server = subprocess.Popen(command)
         self.url, self.name = f"http://127.0.0.1:{port}/", Path(model).name
