@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from glassformer.formats.run_directory import PROGRESS, TRAINER_STATE
-from glassformer.workshop.lab import training_lab as lab_module
 from glassformer.workshop.lab.training_lab import Lab
 from glassformer.workshop.server import create_app
+from tests import test_workshop_lab
 from tests.test_workshop_api import char_lm
 from tests.test_workshop_lab import call, wait_for
 from tests.test_workshop_page import BROWSER_400, Workshop
@@ -27,18 +27,12 @@ REFUSED = {"train.steps": 40}  # under the warm-up: the trainer's schedule refus
 REASON = "total_steps must be an integer larger than warmup_steps"
 
 
+lab = test_workshop_lab.lab  # the fixture: a lab served on a tmp runs root, stopped after
+
+
 def files_of(run: Path) -> dict[str, bytes]:
     """Every file under ``run`` and its bytes."""
     return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture
-def lab(tmp_path, monkeypatch):
-    monkeypatch.setattr(lab_module, "STOP_WAIT_S", TIMEOUT_S)  # Stop waits for the checkpoint, never kills
-    app = create_app({"tiny": char_lm()}, runs_root=tmp_path / "runs")
-    with serving(app) as url:
-        yield url, tmp_path / "runs"
-        call(url, "api/lab/stop", {})  # nothing left running (400 when nothing is)
 
 
 def test_a_refused_start_is_refused_before_any_file_is_touched(tmp_path):

@@ -475,3 +475,31 @@ def test_with_no_room_every_page_computes_its_own_answer():
         assert len(started) == 4 and work.stats()["hits"] == 0 and work.stats()["entries"] == 0
 
     asyncio.run(scenario())
+
+
+def test_a_student_asking_what_the_class_shows_waits_in_the_teacher_s_line(lm, tmp_path, monkeypatch):
+    """Every follower asks for the class's own text when the teacher moves on: that walk goes
+    before the students' own prompts; a student's own text keeps its lane."""
+    app = create_app({"char": lm}, runs_root=tmp_path / "runs", classroom=True)
+    workshop, lines = app.state.workshop, []
+    enter = workshop.queue.enter
+
+    def entered(client: str, **options):
+        lines.append(client)
+        return enter(client, **options)
+
+    monkeypatch.setattr(workshop.queue, "enter", entered)
+    app.state.classroom.update({"text": TEXT})
+
+    async def ask(text: str) -> None:
+        scope = {"type": "http", "method": "POST", "path": "/api/walk", "headers": [], "query_string": b""}
+        request = Request(
+            {**scope, "app": app, "state": {"client": "student:a"}}, lambda: asyncio.sleep(3600)
+        )
+        body = WalkRequest(model="char", text=text)
+        given = workshop.pass_input(body, "walk")
+        await workshop.shared(request, "walk", body, payload.walk, given, settings(body), "char")
+
+    asyncio.run(ask(TEXT))
+    asyncio.run(ask("the mat."))
+    assert lines == ["teacher", "student:a"]

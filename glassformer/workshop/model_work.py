@@ -104,6 +104,8 @@ class Workshop:
             stamps = ",".join(fingerprint(name, self.models[name]) for name in names)
             remote_key = f"{route}|{stamps}|{body.model_dump_json()}"
         client = client_of(request)
+        if client != TEACHER and _class_shows(request, body):  # what every follower waits for
+            client = TEACHER  # goes in the teacher's line, before the explorers' own prompts
 
         def start() -> Flight:
             ticket = self.queue.enter(client)  # 429: this student has LANE_LIMIT requests waiting already
@@ -205,3 +207,10 @@ def settings(body: Sampling, max_new_tokens: int = 1):
 def _as_json(fn, *args) -> bytes:
     """``fn(*args)`` rendered as the JSON a `JSONResponse` of it sends (byte for byte)."""
     return JSONResponse(fn(*args)).body
+
+
+def _class_shows(request: Request, body: BaseModel) -> bool:
+    """Whether ``body`` asks about the model and text the class shows now (`classroom/`)."""
+    app = request.scope.get("app")
+    room = getattr(getattr(app, "state", None), "classroom", None)
+    return room is not None and room.shows(body.model, getattr(body, "text", None))

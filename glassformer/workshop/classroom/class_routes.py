@@ -33,8 +33,8 @@ from starlette.types import ASGIApp
 from glassformer.workshop.classroom.broadcast import InProcess
 from glassformer.workshop.classroom.class_events import class_events, last_event_id
 from glassformer.workshop.classroom.class_links import qr_svg, students_link
-from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
-from glassformer.workshop.door.http import RequestError, read_query, read_request
+from glassformer.workshop.classroom.class_state import Classroom, running
+from glassformer.workshop.door.http import read_query, read_request
 from glassformer.workshop.door.request_types import ClassEventsQuery, ClassUpdate, Empty, NoQuery, QrQuery
 from glassformer.workshop.door.rights import TEACHER
 from glassformer.workshop.model_work import Workshop
@@ -51,10 +51,7 @@ def class_routes(
     board = broadcast or InProcess()
 
     def the_class() -> Classroom:
-        if classroom is None:
-            raise RequestError(NO_CLASS, status=404)
-        classroom.check_open()
-        return classroom
+        return running(classroom)
 
     def link(request: Request, room: Classroom) -> str:
         address = room.address or f"{request.url.scheme}://{request.headers.get('host', '')}/"

@@ -41,6 +41,14 @@ NO_CLASS = "no class runs here: start the workshop with --class"
 ENDED = "the class has ended: start the workshop again with --class for a new one"
 
 
+def running(classroom: Classroom | None) -> Classroom:
+    """``classroom``, if a class runs and has not ended (404 with how to start one, else)."""
+    if classroom is None:
+        raise RequestError(NO_CLASS, status=404)
+    classroom.check_open()
+    return classroom
+
+
 class Classroom:
     """One class on this server: ``models`` are the names the class may show (the first is
     shown first). ``key`` is the students' token; ``address`` the base URL students reach
@@ -73,6 +81,10 @@ class Classroom:
         self.poll_version = 0  # grows by one per change of the poll (`poll.py`)
         self.all_present: dict[str, int] | None = None  # every worker's counts summed (`broadcast.py`)
         self.on_presence: Any = None  # told when this worker's counts change (`broadcast.py`)
+
+    def shows(self, model: str, text: str | None) -> bool:
+        """Whether the class shows ``model`` on ``text`` now (its followers all ask for it)."""
+        return not self.ended and self.settings["model"] == model and self.settings["text"] == text
 
     def check_open(self) -> None:
         """404 once the class has ended."""

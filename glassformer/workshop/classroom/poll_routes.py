@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from glassformer.workshop.classroom.broadcast import InProcess
-from glassformer.workshop.classroom.class_state import NO_CLASS, Classroom
+from glassformer.workshop.classroom.class_state import Classroom, running
 from glassformer.workshop.classroom.poll import NO_POLL, Poll, draw, open_poll, reveal_settings
 from glassformer.workshop.door.http import RequestError, read_query, read_request
 from glassformer.workshop.door.request_types import Empty, NoQuery, PollGuess
@@ -51,10 +51,7 @@ def poll_routes(
     board = broadcast or InProcess()
 
     def the_class() -> Classroom:
-        if classroom is None:
-            raise RequestError(NO_CLASS, status=404)
-        classroom.check_open()
-        return classroom
+        return running(classroom)
 
     async def the_poll(request: Request) -> Poll:
         the_class()
