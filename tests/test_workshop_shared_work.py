@@ -25,7 +25,7 @@ from glassformer.workshop.door.http import RequestError
 from glassformer.workshop.door.request_types import WalkRequest
 from glassformer.workshop.model_work import settings
 from glassformer.workshop.server import create_app
-from glassformer.workshop.shared_work import Flight, SharedWork
+from glassformer.workshop.shared_work import Flight, SharedWork, request_key
 from glassformer.workshop.walk import payload
 from tests.conftest import workshop_client
 from tests.test_workshop_api import TEXT, char_lm
@@ -503,3 +503,12 @@ def test_a_student_asking_what_the_class_shows_waits_in_the_teacher_s_line(lm, t
     asyncio.run(ask(TEXT))
     asyncio.run(ask("the mat."))
     assert lines == ["teacher", "student:a"]
+
+
+def test_an_image_in_a_request_keys_by_its_pixels():
+    """A vision model's pixels are an array once read: the key holds their digest, so two
+    images are two answers and the same image one."""
+    rows = [[0.0, 0.5], [1.0, 0.25]]
+    same = [request_key(WalkRequest(model="vit", pixels=rows)) for _ in range(2)]
+    other = request_key(WalkRequest(model="vit", pixels=[[0.0, 0.5], [1.0, 0.5]]))
+    assert same[0] == same[1] != other and "sha256" in other

@@ -43,7 +43,14 @@ from glassformer.workshop.door.http import RequestError
 from glassformer.workshop.door.limits import SECONDS, check_length
 from glassformer.workshop.door.request_types import PassRequest, Sampling
 from glassformer.workshop.lab.training_lab import Lab
-from glassformer.workshop.shared_work import DEFAULT_LIMIT_BYTES, Flight, SharedWork, fingerprint, model_stamp
+from glassformer.workshop.shared_work import (
+    DEFAULT_LIMIT_BYTES,
+    Flight,
+    SharedWork,
+    fingerprint,
+    model_stamp,
+    request_key,
+)
 from glassformer.workshop.walk.pass_input import PassInput, read_pass
 
 
@@ -98,11 +105,12 @@ class Workshop:
         asking client's turn (`shared_work.py`). The page that asked leaving stops the
         computation only if no other page waits for it."""
         names = [body.model, *([body.base] if isinstance(getattr(body, "base", None), str) else [])]
-        key = (route, tuple(model_stamp(self.models[name]) for name in names), body.model_dump_json())
+        asked = request_key(body)
+        key = (route, tuple(model_stamp(self.models[name]) for name in names), asked)
         remote_key = None
         if self.work.remote is not None:  # the same key on every worker: the weights, not the object
             stamps = ",".join(fingerprint(name, self.models[name]) for name in names)
-            remote_key = f"{route}|{stamps}|{body.model_dump_json()}"
+            remote_key = f"{route}|{stamps}|{asked}"
         client = client_of(request)
         if client != TEACHER and _class_shows(request, body):  # what every follower waits for
             client = TEACHER  # goes in the teacher's line, before the explorers' own prompts

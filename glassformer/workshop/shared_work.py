@@ -43,7 +43,9 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
+from pydantic import BaseModel
 
 from glassformer.workshop.door.budget import CLIENT_GONE
 from glassformer.workshop.door.http import RequestError
@@ -114,6 +116,23 @@ class RemoteAnswers:
             await asyncio.wait_for(self.client.set(self.name(key), answer, ex=REMOTE_TTL_S), REMOTE_TIMEOUT_S)
         except Exception as error:
             log.warning("the shared work's Redis: %s", error)
+
+
+def request_key(body: BaseModel) -> str:
+    """A validated request as canonical JSON, the part of a kept answer's key it makes: an
+    image read into an array (a vision model's pixels) stands as its shape, dtype and digest."""
+    return body.model_dump_json(fallback=_array_digest)
+
+
+def _array_digest(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        return {
+            "shape": list(array.shape),
+            "dtype": str(array.dtype),
+            "sha256": hashlib.sha256(array).hexdigest(),
+        }
+    raise TypeError(f"a request's {type(value).__name__} has no place in a key")
 
 
 @dataclass
