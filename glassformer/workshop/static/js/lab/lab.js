@@ -6,13 +6,12 @@
 
 import { el } from "../core/dom.js";
 import { duration, number } from "../core/format.js";
-import { lineChart } from "./lab_charts.js";
+import { runCharts } from "./lab_charts.js";
 import { renderFilm } from "./lab_film.js";
-import { secondsLeft } from "./lab_pace.js";
+import { timeLeft } from "./lab_pace.js";
 
 const $ = (id) => document.getElementById(id);
 const LAB_URL = "api/lab";
-const COLOURS = { train: "var(--attn)", val: "var(--ffn)", other: "var(--resid)" };
 
 let overview = null; // {presets, fields, runs, state}
 let following = ""; // the run whose events this page reads
@@ -31,8 +30,7 @@ function freshData() {
 const BUSY = ["running", "paused", "training elsewhere", "paused elsewhere"];
 let clearMessageWhen = null; // (status) -> true once the cause of the message shown has gone
 
-/** Show ``text``; ``until(status)``, if given, clears it once the run's status says its cause
- * is gone (a refusal because a run was training clears when it no longer is). */
+/** Show ``text``; ``until(status)``, if given, clears it once the run's status says its cause is gone. */
 function showMessage(text, until = null) {
   $("message").textContent = text;
   $("message").hidden = !text;
@@ -53,13 +51,6 @@ function showStartProblem(text, at = null) {
 /** The last line of a log that says something (a failed run's reason, as Python prints it). */
 function lastLine(log) {
   return (log ?? "").split("\n").map((line) => line.trim()).filter(Boolean).at(-1) ?? "";
-}
-
-/** " · about 40 s to go" while the run trains, from its own pace (lab_pace.js); "" before
- * there is a pace to tell. */
-function timeLeft(progress, metrics, status) {
-  const left = status === "running" ? secondsLeft(progress, metrics) : null;
-  return left === null ? "" : ` · about ${duration(left)} to go`;
 }
 
 async function post(path, body = {}) {
@@ -207,23 +198,11 @@ function follow(run) {
   });
 }
 
-function series(name, key, rows, colour, dots = false) {
-  return { name, colour, dots, points: rows.filter((r) => r[key] !== undefined).map((r) => [r.step, r[key]]) };
-}
-
 function drawAll() {
   const { progress, metrics, film, state } = data;
   const steps = progress.at(-1)?.steps ?? metrics.at(-1)?.step ?? 1;
   const marker = film.length ? film[Math.min(filmIndex ?? film.length - 1, film.length - 1)].step : null;
-  $("charts").replaceChildren(
-    lineChart("loss", [series("train (each step)", "loss", progress, COLOURS.train), series("validation", "val_loss", metrics, COLOURS.val, true)], { steps, log: true, marker }),
-    lineChart("learning rate", [series("lr", "lr", progress, COLOURS.other)], { steps, marker }),
-    lineChart("gradient norm", [series("‖g‖ before clipping", "grad_norm", progress, COLOURS.train)], { steps, log: true, marker }),
-    lineChart("tokens / s", [series("tokens/s", "tokens_per_s", progress, COLOURS.other)], { steps, marker }),
-    metrics.some((m) => m.macro_f1 !== undefined) // a classifier's figures at each evaluation
-      ? lineChart("validation accuracy and macro-F1", [series("accuracy", "val_accuracy", metrics, COLOURS.val, true), series("macro-F1", "macro_f1", metrics, COLOURS.train, true)], { steps, marker })
-      : "",
-  );
+  $("charts").replaceChildren(...runCharts(progress, metrics, { steps, marker }));
   $("charts").dataset.points = String(progress.length);
   const last = progress.at(-1);
   if (last) {

@@ -45,3 +45,26 @@ export function lineChart(title, series, { steps, log = false, marker = null } =
   figure.append(svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, width: WIDTH, height: HEIGHT, role: "img", "aria-label": title }, ...parts), legend);
   return figure;
 }
+
+const COLOURS = { train: "var(--attn)", val: "var(--ffn)", other: "var(--resid)" };
+
+function series(name, key, rows, colour, dots = false) {
+  return { name, colour, dots, points: rows.filter((r) => r[key] !== undefined).map((r) => [r.step, r[key]]) };
+}
+
+/** A run's charts from its progress (each step) and metrics (each evaluation): the loss, the
+ * learning rate, the gradient norm, tokens/s, and a classifier's accuracy and macro-F1.
+ * ``options``: {steps, marker} (the film's frame shown, as a step). */
+export function runCharts(progress, metrics, { steps, marker }) {
+  const charts = [
+    lineChart("loss", [series("train (each step)", "loss", progress, COLOURS.train), series("validation", "val_loss", metrics, COLOURS.val, true)], { steps, log: true, marker }),
+    lineChart("learning rate", [series("lr", "lr", progress, COLOURS.other)], { steps, marker }),
+    lineChart("gradient norm", [series("‖g‖ before clipping", "grad_norm", progress, COLOURS.train)], { steps, log: true, marker }),
+    lineChart("tokens / s", [series("tokens/s", "tokens_per_s", progress, COLOURS.other)], { steps, marker }),
+  ];
+  if (metrics.some((m) => m.macro_f1 !== undefined)) { // a classifier's figures at each evaluation
+    const f1 = [series("accuracy", "val_accuracy", metrics, COLOURS.val, true), series("macro-F1", "macro_f1", metrics, COLOURS.train, true)];
+    charts.push(lineChart("validation accuracy and macro-F1", f1, { steps, marker }));
+  }
+  return charts;
+}

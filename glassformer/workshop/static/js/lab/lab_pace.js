@@ -8,6 +8,8 @@
 // Each is the median of what the run has shown, so a pause (one long gap), the first steps'
 // warm-up or a busy moment of the machine does not throw the estimate.
 
+import { duration } from "../core/format.js";
+
 const RECENT_STEPS = 50; // a step's time is read from these: the run's pace now, not its start's
 const LEAST_GAPS = 5; // steps seen before a pace is told
 
@@ -49,4 +51,10 @@ function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** " · about 40 s to go" while the run trains, from its own pace; "" before there is a pace to tell. */
+export function timeLeft(progress, metrics, status) {
+  const left = status === "running" ? secondsLeft(progress, metrics) : null;
+  return left === null ? "" : ` · about ${duration(left)} to go`;
 }
