@@ -236,3 +236,21 @@ def test_a_new_students_link_closes_the_old_link_s_streams(app, served):
     post(url, app.state.token, "/api/class/students", {})
     with pytest.raises(EOFError):
         student.next()
+
+
+def test_the_class_s_walk_prepares_its_lens_for_the_followers_and_no_other_walk_does(app):
+    teacher = {"Authorization": f"token {app.state.token}"}
+    student = {"Authorization": f"token {app.state.classroom.key.token}"}
+    work = app.state.workshop.work
+    with TestClient(app, base_url=BASE) as page:  # one event loop: the prepared lens runs on in it
+        assert page.post("/api/class", json={"text": "the cat sat."}, headers=teacher).status_code == 200
+
+        def asked(path: str, text: str) -> tuple[int, int]:
+            body = {"model": "tiny", "text": text}
+            assert page.post(path, json=body, headers=student).status_code == 200
+            return work.misses, work.hits
+
+        assert asked("/api/walk", "the cat sat.") == (2, 0)  # its walk, and its lens prepared
+        assert asked("/api/lens", "the cat sat.") == (2, 1)  # the follower's lens: the prepared one
+        assert asked("/api/walk", "a dog") == (3, 1)  # a student's own prompt: no lens it did not ask for
+        assert asked("/api/lens", "a dog") == (4, 1)

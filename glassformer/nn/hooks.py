@@ -163,6 +163,8 @@ def select(points: Mapping[str, HookPoint], patterns: str | list[str]) -> list[s
     """Names matching any glob pattern (``blocks.*.attn.pattern``); unknown ones fail."""
     if isinstance(patterns, str):
         patterns = [patterns]
+    if len(patterns) == 1 and patterns[0] in points:  # one plain name: the common case, kept O(1)
+        return [patterns[0]]
     chosen: list[str] = []
     for pattern in patterns:
         if pattern in points:  # a plain name: no need to match it against every name

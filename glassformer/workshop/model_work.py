@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,7 @@ class Workshop:
 
     def __post_init__(self) -> None:
         self.work = SharedWork(self.cache_bytes)
+        self._prepared: set[asyncio.Task] = set()  # `prepare`'s computations (a task needs a holder)
         for lm in self.models.values():
             watch(lm.net)
 
@@ -99,26 +101,49 @@ class Workshop:
             watcher.cancel()
             self.running.discard(budget)
 
-    async def shared(self, request: Request, route: str, body: BaseModel, fn, *args) -> Response:
+    async def shared(
+        self, request: Request, route: str, body: BaseModel, fn, *args, together: Together | None = None
+    ) -> Response:
         """The JSON answer of ``fn(*args)``, which depends only on ``body`` (the route's validated
         request) and the models it names: kept, joined in flight, or computed once in the
         asking client's turn (`shared_work.py`). The page that asked leaving stops the
-        computation only if no other page waits for it."""
-        names = [body.model, *([body.base] if isinstance(getattr(body, "base", None), str) else [])]
-        asked = request_key(body)
-        key = (route, tuple(model_stamp(self.models[name]) for name in names), asked)
-        remote_key = None
-        if self.work.remote is not None:  # the same key on every worker: the weights, not the object
-            stamps = ",".join(fingerprint(name, self.models[name]) for name in names)
-            remote_key = f"{route}|{stamps}|{asked}"
+        computation only if no other page waits for it. ``together``: how ``fn`` runs with
+        other requests' in one call, which the turn of the first takes along (`_computation`)."""
         client = client_of(request)
         if client != TEACHER and _class_shows(request, body):  # what every follower waits for
             client = TEACHER  # goes in the teacher's line, before the explorers' own prompts
+        left = asyncio.create_task(when_gone(request, lambda: None))
+        try:
+            answer = await self._answer(client, left, route, body, fn, *args, together=together)
+        finally:
+            left.cancel()
+        return Response(answer, media_type="application/json")
+
+    def prepare(self, request: Request, route: str, body: BaseModel, fn, *args) -> None:
+        """Start ``route``'s answer for ``body`` now, in the teacher's line, with no page waiting
+        for it yet, if ``request`` asks about what the class shows and nothing for ``body`` is
+        kept or in flight: what every follower asks for next (the class's lens, asked while
+        its walk is computed, is ready when their walks land instead of waiting behind the
+        explorers' next pass)."""
+        if not _class_shows(request, body) or self.work.has(self._keys(route, body)[0]):
+            return
+        never = asyncio.get_running_loop().create_future()  # nobody leaves: it runs to its end
+        task = asyncio.create_task(self._answer(TEACHER, never, route, body, fn, *args))
+        self._prepared.add(task)
+        task.add_done_callback(lambda done: (self._prepared.discard(done), never.cancel(), _retrieved(done)))
+
+    async def _answer(
+        self, client: str, left: asyncio.Future, route: str, body: BaseModel, fn, *args, together=None
+    ) -> bytes:
+        """`shared`'s answer as bytes, asked by ``client`` until ``left`` ends."""
+        key, remote_key = self._keys(route, body)
 
         def start() -> Flight:
             ticket = self.queue.enter(client)  # 429: this student has LANE_LIMIT requests waiting already
+            if together is not None:
+                ticket.together, ticket.work = together.key, args
             budget = self._budget(route)
-            task = asyncio.create_task(self._computation(ticket, budget, fn, *args))
+            task = asyncio.create_task(self._computation(ticket, budget, route, together, fn, *args))
             task.add_done_callback(lambda _: (self.queue.leave(ticket), self.running.discard(budget)))
 
             def stop(reason: str, status: int) -> None:
@@ -132,12 +157,17 @@ class Workshop:
             if client == TEACHER:  # the teacher waits for it too: it goes with the teacher's line
                 self.queue.promote(flight.owner)
 
-        left = asyncio.create_task(when_gone(request, lambda: None))
-        try:
-            answer = await self.work.answer(key, start, left, joined, remote_key)
-        finally:
-            left.cancel()
-        return Response(answer, media_type="application/json")
+        return await self.work.answer(key, start, left, joined, remote_key)
+
+    def _keys(self, route: str, body: BaseModel) -> tuple[Hashable, str | None]:
+        """``body``'s key in the shared work, and in Redis with ``--broadcast`` (else None)."""
+        names = [body.model, *([body.base] if isinstance(getattr(body, "base", None), str) else [])]
+        asked = request_key(body)
+        key = (route, tuple(model_stamp(self.models[name]) for name in names), asked)
+        if self.work.remote is None:
+            return key, None
+        stamps = ",".join(fingerprint(name, self.models[name]) for name in names)  # every worker's key
+        return key, f"{route}|{stamps}|{asked}"
 
     def work_stats(self) -> dict[str, int]:
         """The shared work's counts: {hits, misses, entries, bytes, limit_bytes, queued}."""
@@ -151,18 +181,48 @@ class Workshop:
         self.running.add(budget)
         return budget
 
-    async def _computation(self, ticket, budget: WorkBudget, fn, *args) -> bytes:
+    async def _computation(
+        self, ticket, budget: WorkBudget, route: str, together: Together | None, fn, *args
+    ) -> bytes:
         """``fn(*args)`` as JSON bytes, on the model thread in ``ticket``'s turn; the library's
-        ValueError / TypeError / KeyError on an input the checks let through: a 400."""
+        ValueError / TypeError / KeyError on an input the checks let through: a 400. With
+        ``together``, the work of that key waiting behind it runs in the same call, and work
+        another's turn took along waits for that call's answer (`FairQueue.take_along`)."""
         await self.queue.wait(ticket)
+        if ticket.carried is not None:  # taken along by another request's turn
+            return await ticket.carried
+        companions = [] if together is None else self.queue.take_along(ticket, together.limit - 1)
         try:
+            if companions:
+                return await self._together(ticket, companions, route, together)
             return await self.on_model_thread(budget.run, _as_json, fn, *args)
         except WorkStopped as stopped:
             raise RequestError(str(stopped), stopped.status) from None
         except RequestError:
             raise
         except (ValueError, TypeError, KeyError) as error:
-            raise RequestError(str(error.args[0]) if error.args else type(error).__name__) from error
+            raise _bad_input(error) from error
+
+    async def _together(self, ticket, companions, route: str, together: Together) -> bytes:
+        """One call of ``together.run`` for ``ticket``'s work and its ``companions``': each
+        companion's answer (or error) set on its ``carried``, ``ticket``'s returned. The call
+        runs on a budget of its own, so that one page leaving stops no one else's answer."""
+        tickets = [ticket, *companions]
+        shared = self._budget(route)
+        try:
+            works = [t.work for t in tickets]
+            answers = await self.on_model_thread(shared.run, _each_as_json, together.run, works)
+        except BaseException as error:
+            for companion in companions:
+                _settle(companion.carried, error)
+            raise
+        finally:
+            self.running.discard(shared)
+        for companion, answer in zip(companions, answers[1:], strict=True):
+            _settle(companion.carried, answer)
+        if isinstance(answers[0], Exception):
+            raise answers[0]
+        return answers[0]
 
     def stop_work(self, reason: str = "the server is stopping") -> None:
         """Stop the work in flight and the streams now (503s and closed streams, not a
@@ -212,9 +272,53 @@ def settings(body: Sampling, max_new_tokens: int = 1):
         raise RequestError(str(error)) from None
 
 
+@dataclass(frozen=True)
+class Together:
+    """How a route's work runs with other requests' in one call: ``run([args, ...])`` gives each
+    one's answer or its input's error, in order, for work of one ``key``, at most ``limit``."""
+
+    key: Hashable
+    run: Callable[[list[tuple]], list[Any]]
+    limit: int
+
+
 def _as_json(fn, *args) -> bytes:
     """``fn(*args)`` rendered as the JSON a `JSONResponse` of it sends (byte for byte)."""
     return JSONResponse(fn(*args)).body
+
+
+def _each_as_json(run, works: list[tuple]) -> list[bytes | Exception]:
+    """``run(works)``'s answers as JSON bytes (an error left as it is)."""
+    return [a if isinstance(a, Exception) else JSONResponse(a).body for a in run(works)]
+
+
+def _bad_input(error: Exception) -> RequestError:
+    """The library's ValueError / TypeError / KeyError on an input the checks let through: a 400."""
+    return RequestError(str(error.args[0]) if error.args else type(error).__name__)
+
+
+def _retrieved(task: asyncio.Task) -> None:
+    """Look at a finished task's error, so that nobody is told it was never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _settle(carried: asyncio.Future, answer: Any) -> None:
+    """Give a request taken along its answer, or its error as the route answers it."""
+    if carried.done():
+        return
+    if isinstance(answer, asyncio.CancelledError):  # the server is stopping
+        carried.cancel()
+        return
+    if isinstance(answer, WorkStopped):
+        answer = RequestError(str(answer), answer.status)
+    elif isinstance(answer, (ValueError, TypeError, KeyError)):
+        answer = _bad_input(answer)
+    if isinstance(answer, BaseException):
+        carried.set_exception(answer)
+        carried.add_done_callback(_retrieved)  # its page may have left
+    else:
+        carried.set_result(answer)
 
 
 def _class_shows(request: Request, body: BaseModel) -> bool:

@@ -171,6 +171,10 @@ class SharedWork:
             "limit_bytes": self.limit_bytes,
         }
 
+    def has(self, key: Hashable) -> bool:
+        """Whether an answer for ``key`` is kept here or in flight."""
+        return key in self._kept or key in self._flights
+
     async def answer(
         self,
         key: Hashable,

@@ -17,7 +17,9 @@ arrival, as the one lock served it.
 
 A shared computation (`shared_work.py`) takes its ticket when it starts (`enter`), waits for
 it on its own task (`wait`) and gives it back when it ends (`leave`); a teacher who joins a
-student's computation still waiting moves it to the teacher's line (`promote`).
+student's computation still waiting moves it to the teacher's line (`promote`). A walk whose
+turn comes takes the walks of the same model waiting behind it into its one pass
+(`take_along`, `batched_walk.py`): thirty explorers' walks cost a few passes, not thirty.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 
 from starlette.requests import Request
 
@@ -46,13 +48,18 @@ def client_of(request: Request) -> str:
 
 class Ticket:
     """One request's place: ``client``, whether it counts toward the client's `LANE_LIMIT`, and
-    the future set when its turn comes."""
+    the future set when its turn comes. Work that may run in one pass with other work of the
+    same key (`batched_walk.py`) says so: ``together`` (the key) and ``work`` (its arguments);
+    ``carried``, set by `FairQueue.take_along`, is the answer of the pass that took it along."""
 
-    __slots__ = ("client", "counted", "turn")
+    __slots__ = ("carried", "client", "counted", "together", "turn", "work")
 
     def __init__(self, client: str, counted: bool) -> None:
         self.client, self.counted = client, counted
         self.turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.together: Hashable | None = None
+        self.work: tuple = ()
+        self.carried: asyncio.Future | None = None
 
 
 class FairQueue:
@@ -117,6 +124,33 @@ class FairQueue:
             return
         self._take_out(ticket)
         self._teacher.append(ticket)
+
+    def take_along(self, holder: Ticket, limit: int) -> list[Ticket]:
+        """Up to ``limit`` waiting tickets whose work runs in one pass with ``holder``'s (the
+        same ``together`` key), in the order their turns would come: the teacher's line, then
+        the first of each student's lane in the round, none of a student already in the pass
+        (one request in flight each; a student served goes to the round's end); a teacher's
+        takes only the teacher's, so that what the class waits for never waits for more.
+        Each leaves its line with its turn come and ``carried``, the future the holder sets
+        to its answer; none holds the model."""
+        if holder.together is None:
+            return []
+        firsts = [] if holder.client == TEACHER else [self._lanes[client][0] for client in self._round]
+        taken: list[Ticket] = []
+        clients = {holder.client}
+        for ticket in [*self._teacher, *firsts]:
+            student_again = ticket.client != TEACHER and ticket.client in clients  # one in flight each
+            if ticket.together == holder.together and not ticket.turn.done() and not student_again:
+                taken.append(ticket)
+                clients.add(ticket.client)
+        for ticket in taken[:limit]:
+            self._take_out(ticket)
+            if ticket.client in self._round:  # more of its requests wait: after the others'
+                self._round.remove(ticket.client)
+                self._round.append(ticket.client)
+            ticket.carried = asyncio.get_running_loop().create_future()
+            ticket.turn.set_result(None)
+        return taken[:limit]
 
     def leave(self, ticket: Ticket) -> None:
         """``ticket``'s work is over (done, failed, or given up while waiting): the next turn

@@ -65,13 +65,12 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
     that generation's next step."""
     start = time.perf_counter()
     lm = given.lm
-    inputs = lm.inputs
     ids, decoder_ids = given.ids()
     plan = stages(lm.net)
     values: dict[str, dict[str, Any]] = {}
 
     def keep(x: torch.Tensor, trace_name: str) -> None:
-        values[trace_name] = _summary(x[0], trace_name)
+        values[trace_name] = summary_of(x[0], trace_name)
 
     length = lm.config.n_patches + 1 if lm.config.vision else ids.shape[1]  # an image: [CLS] + patches
     long = max(length, 0 if decoder_ids is None else decoder_ids.shape[1]) > SHORT_INPUT
@@ -84,9 +83,29 @@ def walk(given: PassInput, settings: GenerationSettings, name: str = "") -> dict
         lm.net.hooks(changed),
         lm.net.hooks(dict.fromkeys(names, keep)),
     ):
-        output = inputs.forward(ids, decoder_ids)  # 1 t v, 1 t d (sentence encoder) or 1 c (classifier)
+        output = lm.inputs.forward(ids, decoder_ids)  # 1 t v, 1 t d (sentence encoder) or 1 c (classifier)
     if long:  # the maps were not captured: their shapes, from the queries' and keys'
         values.update({trace: _map_shape(values, trace) for trace in weights})
+    return walk_payload(given, (ids, decoder_ids), plan, values, output, settings, name, start)
+
+
+def walk_payload(
+    given: PassInput,
+    read: tuple[torch.Tensor, torch.Tensor | None],
+    plan: list[dict[str, Any]],
+    values: dict[str, dict[str, Any]],
+    output: torch.Tensor,
+    settings: GenerationSettings,
+    name: str,
+    start: float,
+) -> dict[str, Any]:
+    """The walk payload of ``given``'s pass, from what its forward pass gave: the ids it read
+    (``read``: ids, decoder ids), the model's stages (``plan``: `architecture.stages`) with
+    each one's summary (``values``, by trace name), and its output (1 t v ...); ``start``, when
+    the work began (`time.perf_counter`)."""
+    lm = given.lm
+    inputs = lm.inputs
+    ids, decoder_ids = read
     classifier = summary(lm.config)["classifier"]
     return {
         "version": VERSION,
@@ -172,7 +191,7 @@ def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:
     ]
 
 
-def _summary(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
+def summary_of(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
     """What the walk shows of one activation (no batch dimension): shape, per-token norms,
     range, a preview, and the head-averaged pattern of a short input."""
     out: dict[str, Any] = {"shape": list(x.shape), "min": float(x.min()), "max": float(x.max())}

@@ -12,7 +12,8 @@
 
 Each reads its pass with `Workshop.pass_input` (`pass_input.read_pass`) and runs it on the
 model thread within its route's limits, once for every page that asks the same
-(`Workshop.shared`, `shared_work.py`).
+(`Workshop.shared`, `shared_work.py`); walks of one model waiting at once run in one pass
+(`batched_walk.py`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from starlette.routing import Route
 
 from glassformer.workshop.door.http import RequestError, read_request
 from glassformer.workshop.door.request_types import PassRequest, StageRequest, WalkRequest
-from glassformer.workshop.model_work import Workshop, settings
-from glassformer.workshop.walk import payload
+from glassformer.workshop.model_work import Together, Workshop, settings
+from glassformer.workshop.walk import batched_walk, payload
 from glassformer.workshop.walk.lens import lens as lens_payload
 
 
@@ -34,7 +35,11 @@ def walk_routes(workshop: Workshop) -> list[Route]:
     async def walk(request: Request) -> Response:
         body = await read_request(request, WalkRequest)
         given = workshop.pass_input(body, "walk")
-        return await workshop.shared(request, "walk", body, payload.walk, given, settings(body), body.model)
+        _prepare_lens(request, body, given.lm)
+        key = batched_walk.batch_key(given)  # walks of one model waiting together: one pass
+        together = None if key is None else Together(key, batched_walk.walks, batched_walk.BATCH_LIMIT)
+        args = (given, settings(body), body.model)
+        return await workshop.shared(request, "walk", body, payload.walk, *args, together=together)
 
     async def stage(request: Request) -> Response:
         body = await read_request(request, StageRequest)
@@ -50,6 +55,18 @@ def walk_routes(workshop: Workshop) -> list[Route]:
             )
         given = workshop.pass_input(body, "lens")
         return await workshop.shared(request, "lens", body, lens_payload, given)
+
+    def _prepare_lens(request: Request, body: WalkRequest, lm) -> None:
+        """The lens of what the class shows, asked before its walk lands: each follower's page
+        asks for it next (`Workshop.prepare`)."""
+        if not lm.config.has_lm_head:
+            return
+        asked = PassRequest.model_validate(body.model_dump(include=set(PassRequest.model_fields)))
+        try:
+            given = workshop.pass_input(asked, "lens")
+        except RequestError:  # past the lens's own limit: the page will be told when it asks
+            return
+        workshop.prepare(request, "lens", asked, lens_payload, given)
 
     return [
         Route("/api/walk", walk, methods=["POST"]),
