@@ -17,6 +17,7 @@ from glassformer.config import ModelConfig
 from glassformer.generate import GenerationSettings
 from glassformer.lm import LanguageModel
 from glassformer.loading import from_hf, load
+from glassformer.lora import load_adapter, lora, merge_lora, save_adapter
 from glassformer.models import build
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.trace import Trace
@@ -35,5 +36,9 @@ __all__ = [
     "build",
     "from_hf",
     "load",
+    "load_adapter",
     "load_tokenizer",
+    "lora",
+    "merge_lora",
+    "save_adapter",
 ]

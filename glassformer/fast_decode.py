@@ -57,6 +57,11 @@ def unsupported(net: nn.Module) -> str | None:
         "soft-capped scores or logits": config.attn_softcap is not None or config.logit_softcap is not None,
         "q/k-norm over the whole projection": config.qk_norm and config.qk_norm_scope == "all",
         "a local RoPE base": config.rope_local_base is not None,
+        # the step computes x W^T + b from each W: a linear layer of another kind (a LoRA
+        # adapter's, gf.lora) computes more, which it would leave out
+        "linear layers other than nn.Linear (LoRA adapters: gf.merge_lora folds them in)": any(
+            isinstance(m, nn.Linear) and type(m) not in (nn.Linear, fast.DecodeLinear) for m in net.modules()
+        ),
         "training mode": net.training,
         "weights off the CPU": any(p.device.type != "cpu" for p in net.parameters()),
         "glassformer.fast switched off": not fast.enabled(net),

@@ -27,7 +27,7 @@ LAYERS = [
     ("formats", ["glassformer.formats"]),
     ("inputs", ["glassformer.inputs"]),
     ("generation", ["glassformer.sampling", "glassformer.generate"]),
-    ("facade", ["glassformer.lm", "glassformer.loading"]),
+    ("facade", ["glassformer.lm", "glassformer.loading", "glassformer.lora"]),
     ("training", ["glassformer.train"]),
     ("inspection", ["glassformer.inspect"]),
     ("views", ["glassformer.viz"]),
