@@ -13,7 +13,8 @@ Two servers in the same run, the same model, the same clients:
 
 * shared: today's workshop (a walk computed once for the class, `shared_work.py`);
 * baseline: each page computing its own answer (``create_app(cache_bytes=0)``: nothing kept,
-  nothing joined), as the workshop served a class before issue 30.
+  nothing joined, nothing prepared), as the workshop served a class before issue 30 (its
+  walks still run a few to a pass, `batched_walk.py`, as today's server runs them).
 
 Then 30 students exploring at once (each its own 16-token prompt: nothing to share) while the
 teacher changes the text once: p50 / p95 of the explorers' walks, and the followers' times

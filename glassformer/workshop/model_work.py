@@ -15,7 +15,10 @@ the server stops (`budget.py`).
 A route whose answer depends only on its request (a walk, a stage, a lens, the tokens, a
 similarity, an explanation, an attention change) goes through `Workshop.shared`: computed
 once and kept, and a computation in flight joined by every page that asks the same
-(`shared_work.py`); it stops only when no page waits for it any more. Served by several
+(`shared_work.py`); it stops only when no page waits for it any more. Work that runs with
+other requests' in one call (`Together`: the walks of one model, `batched_walk.py`) is taken
+along by the turn of the first (`FairQueue.take_along`); what every follower of a class asks
+next can be started before they ask (`Workshop.prepare`). Served by several
 workers (``--broadcast``), an answer is also looked up in and stored to Redis, by a key that
 names each model by its weights' `shared_work.fingerprint`.
 
@@ -125,7 +128,8 @@ class Workshop:
         kept or in flight: what every follower asks for next (the class's lens, asked while
         its walk is computed, is ready when their walks land instead of waiting behind the
         explorers' next pass)."""
-        if not _class_shows(request, body) or self.work.has(self._keys(route, body)[0]):
+        sharing = self.work.limit_bytes > 0  # nothing shared (the benchmark's baseline): nothing prepared
+        if not sharing or not _class_shows(request, body) or self.work.has(self._keys(route, body)[0]):
             return
         never = asyncio.get_running_loop().create_future()  # nobody leaves: it runs to its end
         task = asyncio.create_task(self._answer(TEACHER, never, route, body, fn, *args))

@@ -194,16 +194,17 @@ def _tokens(inputs: ModelInputs, ids: torch.Tensor) -> list[dict[str, Any]]:
 def summary_of(x: torch.Tensor, trace_name: str) -> dict[str, Any]:
     """What the walk shows of one activation (no batch dimension): shape, per-token norms,
     range, a preview, and the head-averaged pattern of a short input."""
-    out: dict[str, Any] = {"shape": list(x.shape), "min": float(x.min()), "max": float(x.max())}
+    low, high = torch.aminmax(x)  # one pass over the values
+    out: dict[str, Any] = {"shape": list(x.shape), "min": float(low), "max": float(high)}
     x = x.float() if x.dim() > 1 else x.float()[None]  # a classifier's d or c: one row
     short = x.shape[-2] <= SHORT_INPUT
     if trace_name.endswith(ATTENTION_MAPS):  # h t s
         if trace_name.endswith(".pattern") and short:
             out["mean_pattern"] = pack_unit(x.mean(dim=0))  # t s: which tokens look at which
     elif x.dim() == 3:  # h t e, g s e: each head's vector per token
-        out["norms"] = pack(x.norm(dim=-1))  # h t
+        out["norms"] = pack(torch.linalg.vector_norm(x, dim=-1))  # h t
     else:  # t d (or t f, t v)
-        out["norms"] = pack(x.norm(dim=-1))  # t
+        out["norms"] = pack(torch.linalg.vector_norm(x, dim=-1))  # t
         if short:
             out["preview"] = pack(x[:, :PREVIEW_FEATURES])  # t min(d, 16)
     return out
