@@ -21,7 +21,10 @@ LAYERS = [
         ["glassformer.config", "glassformer.config_checks", "glassformer.atomic", "glassformer.data_home"],
     ),
     ("building blocks", ["glassformer.nn"]),
-    ("fast paths", ["glassformer.fast", "glassformer.fast_decode", "glassformer.fast_int8"]),
+    (
+        "fast paths",
+        ["glassformer.fast", "glassformer.fast_decode", "glassformer.fast_int8", "glassformer.block_quant"],
+    ),
     ("models", ["glassformer.models"]),
     ("tokenizers", ["glassformer.tokenizers"]),
     ("formats", ["glassformer.formats"]),

@@ -1,0 +1,140 @@
+"""What quantized weights do to SmolLM2-135M: greedy text, next-token distributions, perplexity.
+
+Every matrix of the blocks and the head (tied to the embedding, as llama.cpp's files quantize
+``token_embd`` too) is replaced by what its quantized form stands for (`block_quant`:
+Q8_0 and Q4_0, a scale per 32 weights; `fast_int8`: one scale per row), computed in float32:
+the error is the weights' alone, the part a kernel adds is its own bound's. Against float32,
+on 20 prompts of our own:
+
+* greedy 32-token continuations: how many are identical, and the first token that differs;
+* teacher-forced on float32's continuation: top-1 agreement and mean KL(float32 || quantized);
+* perplexity on held-out text (the last 4,096 characters of Shakespeare's validation split).
+
+Goal (issue 31): Q8 greedy text equal to float32's on >= 18 of 20.
+
+    python -m benchmarks.quant_quality [--model smollm2-135m-instruct] [--new-tokens 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import time
+import warnings
+
+import torch
+
+import glassformer as gf
+from benchmarks.common import cpu_name
+from glassformer.block_quant import quantize
+from glassformer.generate import GenerationSettings, generate_ids
+from glassformer.train.corpus import shakespeare
+
+PROMPTS = [
+    "17 times 23 is",
+    "The capital of Australia is",
+    "Photosynthesis is the process by which",
+    "def fibonacci(n):",
+    "The three primary colors are",
+    "Once upon a time, in a small village,",
+    "Water boils at 100 degrees Celsius, but on a high mountain",
+    "The French word for 'library' is",
+    "To make a cup of tea, first",
+    "A prime number is a number that",
+    "The largest planet in our solar system is",
+    "In 1492, Christopher Columbus",
+    "The difference between weather and climate is",
+    "My favourite way to spend a Sunday morning is",
+    "import numpy as np\nx = np.arange(10)\nprint(",
+    "The opposite of 'ancient' is",
+    "Translate to German: 'Good morning, how are you?'",
+    "The human heart has four chambers:",
+    "If it rains tomorrow, we will",
+    "The square root of 144 is",
+]
+
+
+def per_row_int8(weight: torch.Tensor) -> torch.Tensor:
+    """`fast_int8`'s weights: s_i round(W_ij / s_i), s_i = max_j |W_ij| / 127."""
+    scales = (weight.abs().amax(dim=1, keepdim=True) / 127).clamp(min=torch.finfo(torch.float32).tiny)
+    return (weight / scales).round().clamp(-127, 127) * scales
+
+
+def quantized_copy(lm: gf.LanguageModel, kind: str) -> gf.LanguageModel:
+    """A copy of ``lm`` whose every matrix (2-d weight of a Linear, the head) is what ``kind`` keeps."""
+    other = copy.deepcopy(lm)
+    with torch.no_grad():
+        for module in other.net.modules():
+            if isinstance(module, torch.nn.Linear) or module is other.net.lm_head:
+                weight = module.weight
+                if kind == "int8 per row":
+                    weight.copy_(per_row_int8(weight))
+                else:
+                    weight.copy_(quantize(weight, kind).dequantized())
+    return other
+
+
+def greedy(lm: gf.LanguageModel, prompt: list[int], new_tokens: int) -> list[int]:
+    settings = GenerationSettings(max_new_tokens=new_tokens, greedy=True)
+    return generate_ids(lm.net, [prompt], settings)[0]  # ends early at a stop token (included)
+
+
+def teacher_forced(reference: gf.LanguageModel, other: gf.LanguageModel, sequence: list[int], start: int):
+    """Over the positions from ``start``: (top-1 agreements, sum of KL(reference || other), count)."""
+    ids = torch.tensor([sequence])
+    with torch.no_grad():
+        p = reference.net(ids)[0, start - 1 : -1].log_softmax(-1)  # n v
+        q = other.net(ids)[0, start - 1 : -1].log_softmax(-1)
+    kl = (p.exp() * (p - q)).sum(-1)
+    return int((p.argmax(-1) == q.argmax(-1)).sum()), float(kl.sum()), p.shape[0]
+
+
+def perplexity(lm: gf.LanguageModel, ids: list[int], window: int = 512) -> float:
+    """exp(mean next-token loss) over ``ids``, in windows of ``window`` tokens."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(ids) - 1, window):
+            chunk = torch.tensor([ids[start : start + window + 1]])
+            logits = lm.net(chunk[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits[0], chunk[0, 1:], reduction="sum")
+            total, count = total + float(loss), count + chunk.shape[1] - 1
+    return math.exp(total / count)
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="what gf.load reads")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    lm = gf.load(args.model)
+    prompts = [lm.tokenizer.encode(text) for text in PROMPTS]
+    held_out = lm.tokenizer.encode(shakespeare().val[-4096:])
+    reference = [greedy(lm, prompt, args.new_tokens) for prompt in prompts]
+    print(f"{cpu_name()}; {args.model}; {len(prompts)} prompts, {args.new_tokens} greedy tokens each")
+    print(f"float32: perplexity {perplexity(lm, held_out):.3f} on {len(held_out)} held-out tokens")
+    print("weights        same text  first difference (token)   top-1     mean KL    perplexity")
+    for kind in ("q8_0", "int8 per row", "q4_0"):
+        other = quantized_copy(lm, kind)
+        same, firsts, agree, kl, count = 0, [], 0, 0.0, 0
+        for prompt, expected in zip(prompts, reference, strict=True):
+            got = greedy(other, prompt, args.new_tokens)
+            pairs = zip(got + [None] * len(expected), expected + [None] * len(got), strict=False)
+            differs = None if got == expected else next(i for i, (a, b) in enumerate(pairs) if a != b)
+            same += differs is None
+            firsts += [] if differs is None else [differs]
+            a, k, n = teacher_forced(lm, other, prompt + expected, len(prompt))
+            agree, kl, count = agree + a, kl + k, count + n
+        where = ", ".join(str(i) for i in sorted(firsts)) or "-"
+        print(
+            f"{kind:<14} {same:>2} of {len(prompts)}   {where:<26} {agree / count:7.1%}  {kl / count:9.5f}"
+            f"   {perplexity(other, held_out):9.3f}"
+        )
+    print(f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
