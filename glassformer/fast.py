@@ -52,6 +52,15 @@ from glassformer.nn.attention import AttentionBackend
 DECODE_ROWS = 8  # at most this many rows (b * t) take the decode product
 
 
+def plain_linear(linear: nn.Linear) -> nn.Linear:
+    """An ordinary nn.Linear over ``linear``'s own Parameter objects (a subclass's extras left behind)."""
+    plain = nn.Linear.__new__(nn.Linear)
+    nn.Module.__init__(plain)
+    plain.in_features, plain.out_features = linear.in_features, linear.out_features
+    plain.weight, plain.bias = linear.weight, linear.bias
+    return plain
+
+
 class DecodeLinear(nn.Linear):
     """nn.Linear sharing another's parameters, with the inference product (`inference_weight`)
     without gradients: for a few rows, or for any number in oneDNN's packed layout."""
@@ -68,11 +77,7 @@ class DecodeLinear(nn.Linear):
 
     def plain(self) -> nn.Linear:
         """An ordinary nn.Linear over the same parameters."""
-        linear = nn.Linear.__new__(nn.Linear)
-        nn.Module.__init__(linear)
-        linear.in_features, linear.out_features = self.in_features, self.out_features
-        linear.weight, linear.bias = self.weight, self.bias
-        return linear
+        return plain_linear(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         plain = torch.is_grad_enabled() or torch.is_autocast_enabled(x.device.type) or hooks.any_attached()

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from glassformer.fast import plain_linear
 from glassformer.formats.hf_peft import PeftLayout, read_adapter, write_adapter
 from glassformer.lm import LanguageModel
 from glassformer.models import TransformerModel
@@ -115,11 +116,7 @@ class LoRALinear(nn.Linear):
 
     def plain(self) -> nn.Linear:
         """An ordinary nn.Linear over the same parameters (the adapters left behind)."""
-        linear = nn.Linear.__new__(nn.Linear)
-        nn.Module.__init__(linear)
-        linear.in_features, linear.out_features = self.in_features, self.out_features
-        linear.weight, linear.bias = self.weight, self.bias
-        return linear
+        return plain_linear(self)
 
 
 # -- adding and merging -------------------------------------------------------------------------
