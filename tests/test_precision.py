@@ -37,7 +37,7 @@ def test_auto_measures_once_per_machine_and_caches_it_in_the_data_home(monkeypat
     first = precision.choose("auto", tiny(), CPU, 64)
     cache = json.loads((default_data_dir() / precision.CACHE_FILE).read_text())
     (key,) = cache
-    assert precision.machine_name(CPU) in key and torch.__version__ in key
+    assert key.startswith(precision.machine_key(CPU)) and torch.__version__ in key
     assert cache[key]["float32_ms"] > 0 and cache[key]["bfloat16_ms"] > 0
     assert first.requested == "auto" and first.chosen in ("float32", "bfloat16")
     assert "ms vs" in first.reason and precision.machine_name(CPU) in first.reason
@@ -47,6 +47,15 @@ def test_auto_measures_once_per_machine_and_caches_it_in_the_data_home(monkeypat
 
     monkeypatch.setattr(precision, "time_products", no_second_measurement)
     assert precision.choose("auto", tiny(), CPU, 64) == first
+
+
+def test_one_cpu_name_with_other_instruction_sets_is_another_machine(monkeypatch):
+    monkeypatch.setattr(precision, "machine_name", lambda device: "CPU AMD EPYC")
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma", "sse2"})
+    zen3 = precision.machine_key(CPU)
+    monkeypatch.setattr(precision, "cpu_flags", lambda: {"avx2", "fma", "avx512f", "avx512_bf16"})
+    zen4 = precision.machine_key(CPU)
+    assert zen3 != zen4 and zen3.startswith("CPU AMD EPYC [avx2 fma]") and "avx512_bf16" in zen4
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,11 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 AUTOCAST = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 MIN_SPEEDUP = 1.1  # bf16 must beat float32 by 10%: a tie is not worth bf16's rounding
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")  # x86 AVX512-BF16 and AMX; Arm's BF16 extension
+KERNEL_FLAGS = (  # the instruction sets torch's CPU kernels choose between: part of a measurement's key
+    *BF16_FLAGS,
+    *("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_fp16", "amx_tile", "amx_int8"),
+    *("asimd", "sve", "sve2", "i8mm"),
+)
 CACHE_FILE = "precision.json"
 MAX_TOKENS = 512  # the benchmark's rows: enough to time the products, few enough to take seconds
 
@@ -145,13 +150,24 @@ def machine_name(device: torch.device) -> str:
     return "CPU " + (platform.processor() or platform.machine() or "unknown")
 
 
+def machine_key(device: torch.device) -> str:
+    """What a measurement on ``device`` depends on: its name and, for a CPU, the instruction sets
+    torch's kernels use and the threads they run on. One name can be two machines: "AMD EPYC"
+    is a Zen 3 (AVX2, where bf16 is 2.9-40x slower) and a Zen 4 (AVX512-BF16, 2.4x faster)."""
+    device = torch.device(device)
+    if device.type != "cpu":
+        return machine_name(device)
+    flags = " ".join(sorted(set(KERNEL_FLAGS) & cpu_flags())) or "no vector flags read"
+    return f"{machine_name(device)} [{flags}] {torch.get_num_threads()} threads"
+
+
 def measured_speedup(config: ModelConfig, device: torch.device, tokens: int) -> dict[str, Any]:
     """``{"float32_ms", "bfloat16_ms", "machine"}``: one training step's matrix products at this
     model's shapes, timed once per machine, torch version and shape (cached in precision.json)."""
     device = torch.device(device)
     shapes = benchmark_shapes(config, tokens)
     machine = machine_name(device)
-    key = f"{machine} | torch {torch.__version__} | {'x'.join(map(str, shapes))}"
+    key = f"{machine_key(device)} | torch {torch.__version__} | {'x'.join(map(str, shapes))}"
     path = default_data_dir() / CACHE_FILE
     cache = _read_cache(path)
     if key not in cache:
