@@ -8,7 +8,8 @@ on 20 prompts of our own:
 
 * greedy 32-token continuations: how many are identical, and the first token that differs;
 * teacher-forced on float32's continuation: top-1 agreement and mean KL(float32 || quantized);
-* perplexity on held-out text (the last 4,096 characters of Shakespeare's validation split).
+* perplexity on held-out text (the last 4,096 characters of Shakespeare's validation split);
+* the 8-bit KV cache (`nn.kv_cache_int8`, float32 weights): greedy texts, bytes per token.
 
 Goal (issue 31): Q8 greedy text equal to float32's on >= 18 of 20.
 
@@ -29,6 +30,8 @@ import glassformer as gf
 from benchmarks.common import cpu_name
 from glassformer.block_quant import quantize
 from glassformer.generate import GenerationSettings, generate_ids
+from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.kv_cache_int8 import Int8KVCache
 from glassformer.train.corpus import shakespeare
 
 PROMPTS = [
@@ -75,8 +78,8 @@ def quantized_copy(lm: gf.LanguageModel, kind: str) -> gf.LanguageModel:
     return other
 
 
-def greedy(lm: gf.LanguageModel, prompt: list[int], new_tokens: int) -> list[int]:
-    settings = GenerationSettings(max_new_tokens=new_tokens, greedy=True)
+def greedy(lm: gf.LanguageModel, prompt: list[int], new_tokens: int, kv_cache: str = "model") -> list[int]:
+    settings = GenerationSettings(max_new_tokens=new_tokens, greedy=True, kv_cache=kv_cache)
     return generate_ids(lm.net, [prompt], settings)[0]  # ends early at a stop token (included)
 
 
@@ -133,6 +136,13 @@ def main() -> None:
             f"{kind:<14} {same:>2} of {len(prompts)}   {where:<26} {agree / count:7.1%}  {kl / count:9.5f}"
             f"   {perplexity(other, held_out):9.3f}"
         )
+    float_bytes, int8_bytes = KVCache.bytes_per_token(lm.config), Int8KVCache.bytes_per_token(lm.config)
+    runs = [greedy(lm, prompt, args.new_tokens, kv_cache="int8") for prompt in prompts]
+    same = sum(got == expected for got, expected in zip(runs, reference, strict=True))
+    print(
+        f"float32 weights, int8 KV cache: {same} of {len(prompts)} greedy texts the same; "
+        f"{int8_bytes:,} bytes per token against {float_bytes:,} ({int8_bytes / float_bytes:.0%})"
+    )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

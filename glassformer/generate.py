@@ -41,6 +41,7 @@ from glassformer import fast_decode
 from glassformer.inputs import decoder_start_id, is_batch, left_pad, pad_id, prompt_rows, stop_tokens
 from glassformer.models.base import TransformerModel
 from glassformer.nn.kv_cache import KVCache
+from glassformer.nn.kv_cache_int8 import Int8KVCache
 from glassformer.sampling import GenerationSettings, choose, pipeline
 
 __all__ = ["GenerationSettings", "generate_ids", "stream_ids"]
@@ -74,7 +75,7 @@ def generate_ids(
         return [[] for _ in prompts]
     if settings.num_beams > 1:
         return _beam_search(net, prompts, settings, stop_ids, use_cache)
-    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache)
+    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache, settings.kv_cache)
     for _ in _sample_steps(seqs, settings, stop_ids):
         pass
     return [_until_stop(row, stop_ids) for row in seqs.generated().tolist()]
@@ -106,7 +107,7 @@ def stream_ids(
     prompts, stop_ids = _prepare(net, input_ids, attention_mask, settings)
     if len(prompts) != 1:
         raise ValueError(f"stream_ids streams one prompt, got a batch of {len(prompts)}; use generate_ids")
-    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache)
+    seqs = _Sequences(net, prompts, settings.max_new_tokens, use_cache, settings.kv_cache)
     return (int(token[0]) for token in _sample_steps(seqs, settings, stop_ids))
 
 
@@ -166,7 +167,14 @@ class _Sequences:
     once into ``memory``; ``tokens`` starts with the decoder start token.
     """
 
-    def __init__(self, net: TransformerModel, prompts: list[list[int]], max_new_tokens: int, use_cache: bool):
+    def __init__(
+        self,
+        net: TransformerModel,
+        prompts: list[list[int]],
+        max_new_tokens: int,
+        use_cache: bool,
+        kv_cache: str = "model",
+    ):
         config = net.config
         self.net, self.encoder_decoder = net, config.seq2seq
         param = next(net.parameters())
@@ -196,7 +204,8 @@ class _Sequences:
         ):
             self.window, use_cache = config.max_seq_len, False
         if use_cache:
-            self.cache = KVCache.for_model(config, b, p + max_new_tokens, param.dtype, self.device)
+            cache = Int8KVCache if kv_cache == "int8" else KVCache
+            self.cache = cache.for_model(config, b, p + max_new_tokens, param.dtype, self.device)
         # glassformer.fast_decode: the same step in fewer kernels, once the prompt is cached
         self.step = fast_decode.step_for(net) if use_cache and not self.padded else None
 
@@ -299,7 +308,8 @@ def _beam_search(net, prompts, settings: GenerationSettings, stop_ids, use_cache
     or, with ``early_stopping=True``, once k hypotheses are finished.
     """
     b, k, n = len(prompts), settings.num_beams, settings.max_new_tokens
-    seqs = _Sequences(net, [row for row in prompts for _ in range(k)], n, use_cache)  # (b k) rows
+    rows = [row for row in prompts for _ in range(k)]  # (b k)
+    seqs = _Sequences(net, rows, n, use_cache, settings.kv_cache)
     device, v = seqs.device, net.config.vocab_size
     stop = torch.tensor(stop_ids, dtype=torch.long, device=device)
     c = max(2, 1 + len(stop_ids)) * k
