@@ -214,8 +214,8 @@ def tiny_settings(**train) -> RunConfig:
             "data": {"corpus": "shakespeare-genre", "objective": "classify", "tokenizer": "char"},
             "model": {"family": "encoder", "mlm_head": False, "n_layers": 1, "n_heads": 2, "d_model": 32},
             "train": {"steps": 30, "batch_size": 16, "lr": 3e-3, "warmup_steps": 3, "eval_interval": 30,
-                      "tensorboard": False, "context": 16, **train},
-        }
+                      "tensorboard": False, "context": 16, "dtype": "float32", **train},  # not auto: a
+        }  # busy machine's measurement may pick bf16, whose evaluation is not float32's
     )  # fmt: skip
 
 

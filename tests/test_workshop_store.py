@@ -52,6 +52,7 @@ def test_the_store_merges_and_tells_each_subscriber_once(workshop):
 def test_a_change_redraws_only_the_panels_that_read_it(workshop):
     page = workshop.page
     workshop.open(model="decoder", text=TEXT, level="intermediate")
+    page.wait_for_selector('#lens[data-state="ready"]', state="attached")  # its lens redraws the walk
     page.evaluate(MARK, PANELS)  # a panel drawn again loses its mark
     page.locator("#overview .ov-bar").nth(1).click()  # the zoom: the overview alone
     assert workshop.query()["zoom"] == "blocks.1"
