@@ -163,6 +163,8 @@ def preset_config(name: str) -> Resolved:
     data, model = run.data, run.model
     if run.train.init_from != "scratch":
         pretrained = resolve_config(run.train.init_from)
+        if data.objective != "classify":  # a language model goes on as it is (LoRA's adapters aside)
+            return Resolved(pretrained.config, f"{source}: {run.train.init_from}, fine-tuned")
         fields = dict(model)
         pooling = fields.pop("classifier_pooling", None)
         config = pretrained.config.replace(

@@ -166,9 +166,9 @@ def _settings(args: argparse.Namespace, out: Path) -> RunConfig:
     check_schedule(t.schedule, t.warmup_steps, t.steps, t.min_lr_ratio)
     if args.overwrite:
         from glassformer.atomic import delete_owned_directory
-        from glassformer.formats.run_directory import DISTRIBUTED, RUN_FILES, TENSORBOARD
+        from glassformer.formats.run_directory import ADAPTER, DISTRIBUTED, RUN_FILES, TENSORBOARD
 
-        owned = {TENSORBOARD, DISTRIBUTED}  # DISTRIBUTED: a run on several processes' DCP checkpoints
+        owned = {TENSORBOARD, DISTRIBUTED, ADAPTER}  # DISTRIBUTED: several processes' DCP checkpoints
         delete_owned_directory(out, RUN_FILES, owned_folders=owned, keep={LOCK})  # ours: held
     if out.exists() and any(path.name != LOCK for path in out.iterdir()):
         raise ValueError(

@@ -13,6 +13,7 @@ A run directory (written by `glassformer.train.checkpoint.save_checkpoint`) hold
                         (`glassformer.inspect.film`)
     trainer.lock        while a trainer writes here: its pid and start time, locked by it
                         (`glassformer.train.run_lock`)
+    adapter/            a LoRA run's adapters in PEFT's files (`glassformer.train.lora_run`)
 
 `read_run` reads the first three: the network and its tokenizer, nothing of the trainer;
 `damage` says, without building anything, why they could not be read. A run may come from
@@ -52,6 +53,7 @@ PROGRESS = "progress.jsonl"
 FILM = "film.jsonl"
 LOCK = "trainer.lock"
 DISTRIBUTED = "distributed"  # a distributed run's DCP checkpoints (glassformer.train.distributed_checkpoint)
+ADAPTER = "adapter"  # a LoRA run's adapters in PEFT's files (glassformer.train.lora_run)
 RUN_FILES = (CONFIG, WEIGHTS, TOKENIZER, TRAIN_CONFIG, TRAINER_STATE, METRICS, PROGRESS, FILM, LOCK)
 
 MiB = 1 << 20

@@ -86,6 +86,7 @@ def save_checkpoint(
     tokenizer: Any | None,
     train_config: dict[str, Any],
     trainer_state: dict[str, Any],
+    weights: dict[str, torch.Tensor] | None = None,
 ) -> Path:
     """Write (or overwrite) the checkpoint files of ``run_dir``; returns its path.
 
@@ -93,7 +94,9 @@ def save_checkpoint(
     and scheduler ``state_dict()``, the data batcher's state and `capture_rng` there.
     Everything is serialized and checked first, so a bad value raises before any file is
     touched. ``tokenizer=None`` writes no ``tokenizer.json``. ``metrics.jsonl`` is not
-    written here: append to it with `MetricsLog`.
+    written here: append to it with `MetricsLog`. ``weights``: the tensors model.safetensors
+    stores instead of ``net``'s own, under the names of ``net.config``'s model (a LoRA run's
+    merged weights, `glassformer.train.lora_run.merged_weights`).
     """
     run_dir = Path(run_dir)
     net = getattr(net, "_orig_mod", net)  # torch.compile's wrapper prefixes every key: save the model
@@ -117,13 +120,14 @@ def save_checkpoint(
     buffer = io.BytesIO()
     torch.save(trainer_state, buffer)
     metadata = {"format": "pt", "step": str(step), "family": config.family}
-    weights = safetensors.torch.save(unique_state_dict(net), metadata=metadata)
+    tensors = unique_state_dict(net) if weights is None else weights
+    weights_bytes = safetensors.torch.save(tensors, metadata=metadata)
 
     write_text_atomic(run_dir / CONFIG, config.to_json() + "\n")
     if tokenizer is not None:
         tokenizer.save(run_dir / TOKENIZER)
     write_text_atomic(run_dir / TRAIN_CONFIG, train_text + "\n")
-    write_bytes_atomic(run_dir / WEIGHTS, weights)
+    write_bytes_atomic(run_dir / WEIGHTS, weights_bytes)
     write_bytes_atomic(run_dir / TRAINER_STATE, buffer.getvalue())  # last: it marks a resumable step
     return run_dir
 

@@ -39,7 +39,7 @@ from glassformer.models import build
 from glassformer.tokenizers import load_tokenizer
 from glassformer.train.genres import GENRES
 from glassformer.train.images import DIGITS_CORPUS
-from glassformer.train.runs import Prepared, prepare, pretrained_classifier
+from glassformer.train.runs import Prepared, prepare, pretrained_classifier, pretrained_lm
 from glassformer.train.settings import RunConfig
 
 WARMUP_STEPS = 1
@@ -89,8 +89,8 @@ def stand_in(run: RunConfig) -> Prepared:
     docstring says why)."""
     if run.data.objective in ("task", "seq2seq") or run.data.corpus == DIGITS_CORPUS:
         return prepare(run)
-    if run.train.init_from != "scratch":
-        net, _ = pretrained_classifier(run)
+    if run.train.init_from != "scratch":  # a new head on it, or the language model as it is
+        net, _ = pretrained_classifier(run) if run.data.objective == "classify" else pretrained_lm(run)
     else:
         net = build(_config(run))
     batch = _random_batch(run, net.config)

@@ -65,10 +65,11 @@ def prepare(
 ) -> Prepared:
     data_dir = Path(data_dir or corpora.default_data_dir())
     torch.manual_seed(run.train.seed)
-    if run.train.init_from != "scratch" and run.data.objective != "classify":
+    if run.train.init_from != "scratch" and run.data.objective not in ("classify", "lm"):
         raise ValueError(
             f"train.init_from={run.train.init_from!r} starts a classifier from a pretrained body "
-            f"(data.objective='classify'); data.objective={run.data.objective!r} trains from scratch"
+            "(data.objective='classify') or goes on training a pretrained language model "
+            f"(data.objective='lm'); data.objective={run.data.objective!r} trains from scratch"
         )
     _check_family(run)
     if run.data.objective in ("task", "seq2seq"):
@@ -107,8 +108,10 @@ def _tokenizer(run: RunConfig, corpus: corpora.Corpus, data_dir: Path, log) -> T
 
 
 def _prepare_corpus(run: RunConfig, data_dir: Path, log) -> Prepared:
+    net, tokenizer = pretrained_lm(run) if run.train.init_from != "scratch" else (None, None)
     corpus = load_corpus(run.data.corpus, data_dir)
-    tokenizer = _tokenizer(run, corpus, data_dir, log)
+    if tokenizer is None:  # fine-tuning reads the pretrained model's own
+        tokenizer = _tokenizer(run, corpus, data_dir, log)
     stem = data_dir / "tokens" / f"{corpus.name}-{tokenizer.kind}{tokenizer.vocab_size}"
     train_ids = token_file(corpus.train, tokenizer, f"{stem}-train.bin")
     val_ids = token_file(corpus.val, tokenizer, f"{stem}-val.bin")
@@ -124,7 +127,7 @@ def _prepare_corpus(run: RunConfig, data_dir: Path, log) -> Prepared:
         return Prepared(build(config), tokenizer, train, val, None, None)
     train = LMBatches(train_ids, s.context, s.batch_size, s.seed)
     val = LMBatches(val_ids, s.context, s.batch_size, s.seed).fixed(s.eval_batches)
-    net = build(run.model_config(tokenizer.vocab_size))
+    net = net or build(run.model_config(tokenizer.vocab_size))
     prompt = tokenizer.encode("\n")
     n_sample = s.sample_tokens
     if net.config.positions == "learned":  # learned positions end at max_seq_len
@@ -200,6 +203,36 @@ def _prepare_task(run: RunConfig) -> Prepared:
         return " | ".join(shown)
 
     return Prepared(net, task.tokenizer, train, val, sample, extra_eval)
+
+
+def pretrained_lm(run: RunConfig) -> tuple[TransformerModel, Tokenizer]:
+    """``train.init_from`` (a registry name such as "smollm2-135m-instruct", a Hugging Face
+    checkpoint or a run directory) as it is, to go on predicting the next token (LoRA's
+    adapters, ``train.lora_rank``, are the trainer's to add), and its own tokenizer."""
+    from glassformer.loading import load
+
+    s = run.train
+    if run.data.tokenizer != "pretrained":
+        raise ValueError(
+            f"train.init_from={s.init_from!r} reads its own tokenizer's ids: set data.tokenizer='pretrained'"
+        )
+    if run.model:
+        raise ValueError(
+            f"train.init_from={s.init_from!r} keeps its own architecture; the preset's [model] table "
+            f"must be empty, not {', '.join(sorted(run.model))}"
+        )
+    pretrained = load(s.init_from, fast_paths=False)
+    config = pretrained.net.config
+    if not config.generates:
+        raise ValueError(
+            f"data.objective='lm' predicts the next token, and {s.init_from!r} does not write text "
+            "(no causal LM head)"
+        )
+    if s.context > config.max_seq_len:
+        raise ValueError(
+            f"train.context={s.context:,} exceeds max_seq_len={config.max_seq_len:,} of {s.init_from!r}"
+        )
+    return pretrained.net, pretrained.tokenizer
 
 
 def pretrained_classifier(run: RunConfig) -> tuple[TransformerModel, Tokenizer]:

@@ -91,6 +91,12 @@ class TrainConfig:
     # "scratch", or a model to start from (a registry name such as "minilm-l6", a Hugging Face
     # checkpoint or a run directory; nanoGPT's init_from): classify runs put a new head on it
     init_from: str = "scratch"
+    # LoRA (glassformer.lora): lora_rank > 0 adds adapters of that rank to the lora_targets of every
+    # block of train.init_from and trains them alone (alpha / rank scales their term); 0 trains every
+    # weight. Targets: the trace's names, q k v qkv o gate up down (glassformer.lora.TARGETS)
+    lora_rank: int = 0
+    lora_alpha: float = 16.0
+    lora_targets: tuple[str, ...] = ("q", "v")
     # on several processes (torchrun; glassformer.train.distributed): "ddp" replicates the model,
     # "fsdp" shards it (FSDP2); how long a rank waits for the others before it fails
     parallel: str = "ddp"
@@ -126,6 +132,47 @@ class TrainConfig:
         if not self.distributed_timeout_s > 0:
             raise ValueError(
                 f"train.distributed_timeout_s={self.distributed_timeout_s} must be positive (seconds)"
+            )
+        self._check_lora()
+
+    def _check_lora(self) -> None:
+        """train.lora_*: a whole rank >= 0, a positive alpha, targets LoRA knows, each once."""
+        from glassformer.lora import TARGETS
+
+        rank, alpha = self.lora_rank, self.lora_alpha
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ValueError(
+                f"train.lora_rank={rank!r} must be a whole number >= 0 (0: no LoRA, every weight trains; "
+                "typical: 4 to 64)"
+            )
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not alpha > 0:
+            raise ValueError(
+                f"train.lora_alpha={alpha!r} must be a positive number (the scale is alpha / rank; "
+                "typical: twice the rank)"
+            )
+        targets = self.lora_targets
+        if isinstance(targets, str) or not isinstance(targets, list | tuple) or not targets:
+            raise ValueError(
+                f'train.lora_targets={targets!r} must be a non-empty list of targets, e.g. ["q", "v"]; '
+                f"valid targets: {', '.join(TARGETS)}"
+            )
+        for target in targets:
+            if target not in TARGETS:
+                raise ValueError(
+                    f"train.lora_targets holds {target!r}, which is not a LoRA target; "
+                    f"valid targets: {', '.join(TARGETS)}"
+                )
+        if len(set(targets)) != len(targets):
+            raise ValueError(f"train.lora_targets={list(targets)!r} names a target twice")
+        if "qkv" in targets and {"q", "k", "v"} & set(targets):
+            raise ValueError(
+                "train.lora_targets: 'qkv' already holds the rows of 'q', 'k' and 'v'; choose one"
+            )
+        object.__setattr__(self, "lora_targets", tuple(targets))  # a TOML or JSON list, kept as a tuple
+        if rank and self.init_from == "scratch":
+            raise ValueError(
+                f"train.lora_rank={rank} adapts a pretrained model: set train.init_from (e.g. "
+                "'smollm2-135m-instruct'), or lora_rank=0 to train a model from scratch"
             )
 
 

@@ -13,7 +13,9 @@ Every ``eval_interval`` steps (and at the end) the model is scored on a fixed se
 validation batches — loss, perplexity, token accuracy, expected calibration error — and
 samples a little text; the line goes to ``metrics.jsonl`` and TensorBoard. A checkpoint
 holds everything needed to resume bit for bit: weights, optimizer, schedule, step, the
-batcher's position and every RNG. Ctrl-C saves one and exits cleanly.
+batcher's position and every RNG. Ctrl-C saves one and exits cleanly. A LoRA run
+(``train.lora_rank`` > 0) trains adapters on its pretrained model alone; its checkpoint holds the
+merged model, the adapters and their PEFT files (`glassformer.train.lora_run`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from glassformer.train import (
     device,
     distributed,
     distributed_checkpoint,
+    lora_run,
     metrics,
     precision,
     scale,
@@ -82,6 +85,8 @@ class Trainer:
     ) -> None:
         self.run, self.settings = run, run.train
         self.device = device.resolve(run.train.device)  # "auto": cuda, else mps, else cpu
+        # LoRA: adapters on the pretrained net, every other weight frozen, before the optimizer sees it
+        lora_lines = lora_run.add(net, run.train) if run.train.lora_rank else []
         # glassformer.fast: attention in float32 under bf16 autocast (CPU attention is slower
         # in bf16), the decode product when sampling; both compute what the plain path does.
         self.net, self.tokenizer = fast.enable(net.to(self.device)), tokenizer
@@ -89,10 +94,12 @@ class Trainer:
         self.precision = precision.choose(run.train.dtype, net.config, self.device, tokens)  # auto: measured
         self.scaler = self.precision.scaler()  # fp16's loss scaling; passes through otherwise
         self.setup_lines = [device.describe(run.train.device, self.device), self.precision.describe()]
-        self.setup_lines += scale.apply(net, run.train.checkpoint_activations, run.train.compile)
+        self.setup_lines += lora_lines + scale.apply(net, run.train.checkpoint_activations, run.train.compile)
         # several processes (torchrun): DDP or FSDP2, each rank a slice of every global batch
         self.parallel = distributed.Parallel(self.net, run.train.parallel)  # one process: nothing
         log = log if self.parallel.is_main else (lambda _: None)  # rank 0 alone speaks and writes
+        if run.train.lora_rank and self.parallel.world > 1:  # DCP's shards would hold unmerged weights
+            raise ValueError("train.lora_rank > 0 trains in one process; launch it without torchrun")
         self.train_batches, self.val_batches = train_batches, val_batches
         self.run_dir = Path(run_dir)
         self.sample, self.extra_eval, self.log = sample, extra_eval, log
@@ -335,13 +342,22 @@ class Trainer:
         if self.parallel.world > 1:  # DCP's shards beside rank 0's consolidated files
             distributed_checkpoint.save(self)
             return
-        checkpoint.save_checkpoint(self.run_dir, self.net, self.tokenizer, self.run.to_dict(), self._state())
+        state, weights = self._state(), None
+        if self.settings.lora_rank:  # the merged model to read, the adapters to resume (lora_run)
+            state["adapters"], weights = lora_run.adapter_state(self.net), lora_run.merged_weights(self.net)
+        run = self.run.to_dict()
+        checkpoint.save_checkpoint(self.run_dir, self.net, self.tokenizer, run, state, weights=weights)
+        if self.settings.lora_rank:
+            lora_run.write_peft(self.net, self.run_dir, self.settings.init_from)
 
     def _restore(self) -> None:
         state = checkpoint.load_trainer_state(self.run_dir)
         if not distributed_checkpoint.restore(self, state):  # a one-process checkpoint
-            net, _ = checkpoint.load_model(self.run_dir)
-            self.net.load_state_dict(net.state_dict())
+            if self.settings.lora_rank:  # the adapters, on the base that prepare loaded afresh
+                lora_run.restore(self.net, state.get("adapters"))
+            else:
+                net, _ = checkpoint.load_model(self.run_dir)
+                self.net.load_state_dict(net.state_dict())
             self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.train_batches.load_state_dict(state["data"])
