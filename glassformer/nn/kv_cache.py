@@ -32,11 +32,14 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        shape = (n_layers, batch, n_kv_heads, max_len, d_head)
-        self.keys = torch.zeros(shape, dtype=dtype, device=device)
-        self.values = torch.zeros(shape, dtype=dtype, device=device)
+        self._allocate((n_layers, batch, n_kv_heads, max_len, d_head), dtype, device)
         self.cross: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
         self.length = 0  # slots filled in every layer
+
+    def _allocate(self, shape: tuple[int, ...], dtype: torch.dtype, device) -> None:
+        """The storage: keys and values, L b g n e."""
+        self.keys = torch.zeros(shape, dtype=dtype, device=device)
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
 
     @classmethod
     def for_model(
@@ -74,8 +77,15 @@ class KVCache:
                 f"KV cache holds {self.max_len} tokens and {self.length} are used; "
                 f"{t} more do not fit. Allocate a larger cache (max_len) or generate fewer tokens."
             )
-        self.keys[layer, :, :, self.length : end] = k
-        self.values[layer, :, :, self.length : end] = v
+        self._write(layer, slice(self.length, end), k, v)
+        return self._read(layer, end)
+
+    def _write(self, layer: int, slots: slice, k: torch.Tensor, v: torch.Tensor) -> None:
+        self.keys[layer, :, :, slots] = k
+        self.values[layer, :, :, slots] = v
+
+    def _read(self, layer: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``layer``'s keys and values of the first ``end`` slots.  b g s e each."""
         return self.keys[layer, :, :, :end], self.values[layer, :, :, :end]
 
     def advance(self, t: int) -> None:

@@ -32,24 +32,13 @@ def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class Int8KVCache(KVCache):
     """`KVCache` with int8 keys and values and a float32 scale per layer, row, head and token."""
 
-    def __init__(
-        self,
-        n_layers: int,
-        batch: int,
-        n_kv_heads: int,
-        max_len: int,
-        d_head: int,
-        dtype: torch.dtype = torch.float32,
-        device: torch.device | str | None = None,
-    ) -> None:
-        shape = (n_layers, batch, n_kv_heads, max_len, d_head)
+    def _allocate(self, shape: tuple[int, ...], dtype: torch.dtype, device) -> None:
+        """Levels (L b g n e, int8) and scales (L b g n 1, float32); ``dtype``: what `append` gives back."""
         self.keys = torch.zeros(shape, dtype=torch.int8, device=device)
         self.values = torch.zeros(shape, dtype=torch.int8, device=device)
-        self.key_scales = torch.zeros((*shape[:-1], 1), device=device)  # L b g n 1
+        self.key_scales = torch.zeros((*shape[:-1], 1), device=device)
         self.value_scales = torch.zeros((*shape[:-1], 1), device=device)
-        self.dtype = dtype  # what `append` gives back
-        self.cross: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
-        self.length = 0
+        self.dtype = dtype
 
     @staticmethod
     def bytes_per_token(config, dtype: torch.dtype = torch.int8) -> int:
@@ -57,20 +46,15 @@ class Int8KVCache(KVCache):
         and its float32 scale, 2 * layers * kv_heads * (d_head + 4)."""
         return 2 * config.decoder_depth * config.n_kv_heads * (config.d_head + 4)
 
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store new b g t e keys/values as levels and scales; return all b g s e so far,
-        dequantized (the new ones too: every step attends to what the cache holds)."""
-        t = k.shape[2]
-        end = self.length + t
-        if end > self.max_len:
-            raise ValueError(
-                f"KV cache holds {self.max_len} tokens and {self.length} are used; "
-                f"{t} more do not fit. Allocate a larger cache (max_len) or generate fewer tokens."
-            )
-        filled = slice(self.length, end)
-        self.keys[layer, :, :, filled], self.key_scales[layer, :, :, filled] = quantize_rows(k)
-        self.values[layer, :, :, filled], self.value_scales[layer, :, :, filled] = quantize_rows(v)
-        keys = self.keys[layer, :, :, :end].float() * self.key_scales[layer, :, :, :end]  # b g s e
+    def _write(self, layer: int, slots: slice, k: torch.Tensor, v: torch.Tensor) -> None:
+        """New keys and values stored as levels and scales."""
+        self.keys[layer, :, :, slots], self.key_scales[layer, :, :, slots] = quantize_rows(k)
+        self.values[layer, :, :, slots], self.value_scales[layer, :, :, slots] = quantize_rows(v)
+
+    def _read(self, layer: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first ``end`` slots dequantized (the new ones too: every step attends to what the
+        cache holds).  b g s e each."""
+        keys = self.keys[layer, :, :, :end].float() * self.key_scales[layer, :, :, :end]
         values = self.values[layer, :, :, :end].float() * self.value_scales[layer, :, :, :end]
         return keys.to(self.dtype), values.to(self.dtype)
 
