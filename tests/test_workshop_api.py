@@ -104,6 +104,9 @@ def test_a_stage_in_full(client, models):
         assert answer.status_code == 200, answer.text
         tolerance = 1 / 510 if name.endswith("pattern") else 1e-6
         assert torch.allclose(unpack(answer.json()["value"]), trace[name][0], atol=tolerance)
+    body = {"model": "llama", "text": TEXT, "name": "blocks.1.attn.pattern", "exact": True}
+    exact = client.post("/api/stage", json=body).json()["value"]  # a table's weights: float32
+    assert exact["dtype"] == "float32" and torch.equal(unpack(exact), trace["blocks.1.attn.pattern"][0])
 
 
 def test_encoder_and_encoder_decoder_walks(client, models):

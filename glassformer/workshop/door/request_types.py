@@ -135,6 +135,7 @@ class WalkRequest(Sampling, PassRequest):
 
 class StageRequest(PassRequest):
     name: Name
+    exact: bool = False  # attention weights as float32 (a table's numbers), not bytes (a map's)
 
 
 class TokensRequest(ModelText):

@@ -134,10 +134,12 @@ class _Captured(Exception):
     """Raised by `stage`'s hook once it holds its tensor: the rest of the pass need not run."""
 
 
-def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
+def stage(given: PassInput, trace_name: str, exact: bool = False) -> dict[str, Any]:
     """One stage's whole tensor (batch dimension dropped; the same pass as `walk`): attention
-    weights as bytes, the rest as float32. The pass stops at the stage: block 0's weights of
+    weights as bytes (what a map draws) unless ``exact`` (what a table prints: float32, as
+    every other stage), the rest as float32. The pass stops at the stage: block 0's weights of
     a 30-block model cost one block, not thirty."""
+    as_bytes = trace_name.endswith(".pattern") and not exact
     lm = given.lm
     if trace_name not in lm.net.hook_points:
         raise ValueError(
@@ -147,7 +149,7 @@ def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
     kept: list[torch.Tensor] = []
 
     def keep(x: torch.Tensor, name: str) -> None:
-        check_response(name, x[0].numel(), PACKED_BYTES["uint8" if name.endswith(".pattern") else "float32"])
+        check_response(name, x[0].numel(), PACKED_BYTES["uint8" if as_bytes else "float32"])
         kept.append(x[0].detach())
         raise _Captured
 
@@ -166,7 +168,7 @@ def stage(given: PassInput, trace_name: str) -> dict[str, Any]:
     tensor = kept[0]
     return {
         "name": trace_name,
-        "value": pack_unit(tensor) if trace_name.endswith(".pattern") else pack(tensor),
+        "value": pack_unit(tensor) if as_bytes else pack(tensor),
     }
 
 

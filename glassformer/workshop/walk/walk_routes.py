@@ -6,7 +6,8 @@
                            -> the walk payload (`payload.walk`); a vision model's pass reads
                            pixels or a held-out sample in place of text (`images.py`)
     POST /api/stage        {model, text, name, decoder_text?, generated?, interventions?,
-                           patch_text?} -> one stage's whole tensor (`payload.stage`)
+                           patch_text?, exact?} -> one stage's whole tensor (`payload.stage`;
+                           ``exact``: attention weights as float32, not bytes)
     POST /api/lens         {model, text, decoder_text?, generated?, interventions?, patch_text?}
                            -> what each layer would predict at the last position (`lens.py`)
 
@@ -44,7 +45,7 @@ def walk_routes(workshop: Workshop) -> list[Route]:
     async def stage(request: Request) -> Response:
         body = await read_request(request, StageRequest)
         given = workshop.pass_input(body, "stage")
-        return await workshop.shared(request, "stage", body, payload.stage, given, body.name)
+        return await workshop.shared(request, "stage", body, payload.stage, given, body.name, body.exact)
 
     async def lens(request: Request) -> Response:
         body = await read_request(request, PassRequest)

@@ -53,9 +53,10 @@ export function fetchWalk(request) {
 }
 
 /** One stage's whole tensor: {name, value: packed array}. `input`: the walk's pass input
- * ({model, text, decoder_text?, generated?, interventions?, patch_text?}). */
-export function fetchStage(input, name) {
-  return call(STAGE_URL, { ...input, name });
+ * ({model, text, decoder_text?, generated?, interventions?, patch_text?}); `exact`: attention
+ * weights as float32 (a table's numbers), not bytes (a map's). */
+export function fetchStage(input, name, exact = false) {
+  return call(STAGE_URL, exact ? { ...input, name, exact } : { ...input, name });
 }
 
 /** The logit lens of a pass input: {layers, token, rows: [{layer, top, rank, p, entropy}]}. */

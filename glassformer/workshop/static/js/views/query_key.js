@@ -23,7 +23,7 @@ const STRIP_WIDTH = 128; // px for a whole vector
 const MIN_FEATURE = 2; // px per feature
 const MAX_FEATURE = 12;
 const WEIGHT_BAR = 50; // px for a weight of 1
-const WEIGHT_DECIMALS = 3; // weights travel as bytes (1/255)
+const WEIGHT_DECIMALS = 3; // of the library's float32 weights (asked exact: a map's bytes are 1/255 apart)
 const FLOAT32_EPSILON = 2 ** -23;
 
 /** The traces of q, k, scores and pattern (PARTS) of the attention layer a q, scores or
@@ -210,7 +210,7 @@ export function queryKeyView({ traces, stage, payload, level, loadStage, onQuery
     Object.assign(element.dataset, { head, query, kvHead: picked.kvHead, ready: "1" });
   };
 
-  Promise.all(traces.map((trace) => loadStage(trace))).then(
+  Promise.all(traces.map((trace, n) => loadStage(trace, PARTS[n] === "pattern"))).then(
     (answers) => {
       tensors = Object.fromEntries(PARTS.map((part, n) => [part, unpack(answers[n].value)]));
       if (wanted) draw();
