@@ -59,13 +59,18 @@ def _adapted(net: nn.Module) -> list[tuple[str, LoRALinear]]:
     return [(path, m) for path, m in net.named_modules() if isinstance(m, LoRALinear)]
 
 
-def adapter_state(net: nn.Module) -> dict[str, torch.Tensor]:
-    """Every adapter's A and B under its state-dict name, copied to the CPU (trainer_state.pt's)."""
+def _adapter_parameters(net: nn.Module) -> dict[str, nn.Parameter]:
+    """Every adapter's A and B under its state-dict name."""
     return {
-        name: p.detach().cpu().clone()
+        name: p
         for path, linear in _adapted(net)
         for name, p in linear.adapters.named_parameters(prefix=f"{path}.adapters")
     }
+
+
+def adapter_state(net: nn.Module) -> dict[str, torch.Tensor]:
+    """Every adapter's A and B under its state-dict name, copied to the CPU (trainer_state.pt's)."""
+    return {name: p.detach().cpu().clone() for name, p in _adapter_parameters(net).items()}
 
 
 def merged_weights(net: nn.Module) -> dict[str, torch.Tensor]:
@@ -77,17 +82,13 @@ def merged_weights(net: nn.Module) -> dict[str, torch.Tensor]:
         for adapter in linear.adapters.values():
             start, stop = adapter.rows
             weight[start:stop] += adapter.delta().detach().cpu().to(weight.dtype)
-    names = adapter_state(net).keys()
+    names = _adapter_parameters(net).keys()
     return {name: tensor for name, tensor in weights.items() if name not in names}
 
 
 def restore(net: nn.Module, saved: object) -> None:
     """Put a checkpoint's adapters (`adapter_state`) back on ``net``, each name and shape checked."""
-    own = {
-        name: p
-        for path, linear in _adapted(net)
-        for name, p in linear.adapters.named_parameters(prefix=f"{path}.adapters")
-    }
+    own = _adapter_parameters(net)
     if not isinstance(saved, dict) or set(saved) != set(own):
         missing = sorted(set(own) - set(saved)) if isinstance(saved, dict) else ["all of them"]
         raise ValueError(

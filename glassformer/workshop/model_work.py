@@ -122,17 +122,22 @@ class Workshop:
             left.cancel()
         return Response(answer, media_type="application/json")
 
-    def prepare(self, request: Request, route: str, body: BaseModel, fn, *args) -> None:
-        """Start ``route``'s answer for ``body`` now, in the teacher's line, with no page waiting
-        for it yet, if ``request`` asks about what the class shows and nothing for ``body`` is
-        kept or in flight: what every follower asks for next (the class's lens, asked while
-        its walk is computed, is ready when their walks land instead of waiting behind the
-        explorers' next pass)."""
+    def prepare(self, request: Request, route: str, body: BaseModel, fn, read: Callable[[], Any]) -> None:
+        """Start ``route``'s answer ``fn(read())`` for ``body`` now, in the teacher's line,
+        with no page waiting for it yet, if ``request`` asks about what the class shows and
+        nothing for ``body`` is kept or in flight: what every follower asks for next (the class's
+        lens, asked while its walk is computed, is ready when their walks land instead of waiting
+        behind the explorers' next pass). ``read`` (the input, e.g. `pass_input`) is called only
+        then; its RequestError prepares nothing (the page is told when it asks)."""
         sharing = self.work.limit_bytes > 0  # nothing shared (the benchmark's baseline): nothing prepared
         if not sharing or not _class_shows(request, body) or self.work.has(self._keys(route, body)[0]):
             return
+        try:
+            given = read()
+        except RequestError:
+            return
         never = asyncio.get_running_loop().create_future()  # nobody leaves: it runs to its end
-        task = asyncio.create_task(self._answer(TEACHER, never, route, body, fn, *args))
+        task = asyncio.create_task(self._answer(TEACHER, never, route, body, fn, given))
         self._prepared.add(task)
         task.add_done_callback(lambda done: (self._prepared.discard(done), never.cancel(), _retrieved(done)))
 

@@ -139,18 +139,20 @@ class FairQueue:
         taken: list[Ticket] = []
         clients = {holder.client}
         for ticket in [*self._teacher, *firsts]:
+            if len(taken) == limit:
+                break
             student_again = ticket.client != TEACHER and ticket.client in clients  # one in flight each
             if ticket.together == holder.together and not ticket.turn.done() and not student_again:
                 taken.append(ticket)
                 clients.add(ticket.client)
-        for ticket in taken[:limit]:
+        for ticket in taken:
             self._take_out(ticket)
             if ticket.client in self._round:  # more of its requests wait: after the others'
                 self._round.remove(ticket.client)
                 self._round.append(ticket.client)
             ticket.carried = asyncio.get_running_loop().create_future()
             ticket.turn.set_result(None)
-        return taken[:limit]
+        return taken
 
     def leave(self, ticket: Ticket) -> None:
         """``ticket``'s work is over (done, failed, or given up while waiting): the next turn

@@ -19,6 +19,8 @@ model thread within its route's limits, once for every page that asks the same
 
 from __future__ import annotations
 
+import functools
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -36,7 +38,10 @@ def walk_routes(workshop: Workshop) -> list[Route]:
     async def walk(request: Request) -> Response:
         body = await read_request(request, WalkRequest)
         given = workshop.pass_input(body, "walk")
-        _prepare_lens(request, body, given.lm)
+        if given.lm.config.has_lm_head:  # the class's lens, asked before its walk lands (`Workshop.prepare`)
+            asked = PassRequest.model_validate(body.model_dump(include=set(PassRequest.model_fields)))
+            read = functools.partial(workshop.pass_input, asked, "lens")  # tokenized only if prepared
+            workshop.prepare(request, "lens", asked, lens_payload, read)
         key = batched_walk.batch_key(given)  # walks of one model waiting together: one pass
         together = None if key is None else Together(key, batched_walk.walks, batched_walk.BATCH_LIMIT)
         args = (given, settings(body), body.model)
@@ -56,18 +61,6 @@ def walk_routes(workshop: Workshop) -> list[Route]:
             )
         given = workshop.pass_input(body, "lens")
         return await workshop.shared(request, "lens", body, lens_payload, given)
-
-    def _prepare_lens(request: Request, body: WalkRequest, lm) -> None:
-        """The lens of what the class shows, asked before its walk lands: each follower's page
-        asks for it next (`Workshop.prepare`)."""
-        if not lm.config.has_lm_head:
-            return
-        asked = PassRequest.model_validate(body.model_dump(include=set(PassRequest.model_fields)))
-        try:
-            given = workshop.pass_input(asked, "lens")
-        except RequestError:  # past the lens's own limit: the page will be told when it asks
-            return
-        workshop.prepare(request, "lens", asked, lens_payload, given)
 
     return [
         Route("/api/walk", walk, methods=["POST"]),
