@@ -88,3 +88,31 @@ def test_the_page_shows_characters_in_every_script(browser, server, tmp_path):
 @pytest.fixture(scope="module")
 def client(app):
     return workshop_client(app)
+
+
+def test_attention_axes_and_query_key_rows_name_each_character(browser, server, client, tmp_path, models):
+    """The attention map's axes, the overview's head map and the query · key rows spell a token
+    of a character group by the character it helps make (今₁ 今₂), never as bytes alone."""
+    tokenizer = models["gpt2-bytes"].tokenizer
+    workshop = Workshop(browser, server, tmp_path)
+    page = workshop.page
+    for script in ("chinese", "hindi", "emoji"):
+        text = PROMPTS[script]
+        walk = client.post("/api/walk", json={"model": "gpt2-bytes", "text": text}).json()
+        groups = [group["text"] for group in walk["characters"]]
+        assert groups, script  # GPT-2 cuts a character of each of these between tokens
+        workshop.open(model="gpt2-bytes", text=text, level="intermediate", stage="blocks.0.attn.pattern")
+        page.wait_for_selector('.detail[data-stage="blocks.0.attn.pattern"][data-ready="1"] .hm-canvas')
+        for axis in (".hm-rows", ".hm-cols"):
+            labels = workshop.texts(f'.detail[data-stage="blocks.0.attn.pattern"] {axis} .hm-label')
+            assert len(labels) == len(tokenizer.encode(text)), (script, labels)
+            assert not any("\u27e8" in label for label in labels), (script, labels)
+            assert all(any(group in label for label in labels) for group in groups), (script, labels)
+        workshop.part_shot('.detail[data-stage="blocks.0.attn.pattern"]', f"scripts-axes-{script}")
+        workshop.open(model="gpt2-bytes", text=text, zoom="blocks.0.attn:0:2")
+        page.wait_for_selector('#overview .qk-view[data-query="2"][data-ready="1"]', state="attached")
+        rows = workshop.texts("#overview .qk-view .qk-token")
+        heads = workshop.texts("#overview .ov-head-map .hm-label")
+        assert rows and heads and not any("\u27e8" in label for label in rows + heads), (script, rows, heads)
+        workshop.part_shot("#overview", f"scripts-query-key-{script}")
+    workshop.close()

@@ -20,6 +20,28 @@ function visible(text) {
   return shown;
 }
 
+const BYTE_RUN = /\u27e8[^\u27e9]*\u27e9/g; // ⟨E4 BB⟩: bytes that make no whole character
+const SUBSCRIPTS = "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089"; // ₀ … ₉
+
+/** ``tokens`` as an axis labels them: a token of a character group (``characters``: the
+ * payload's runs of tokens whose bytes together make characters, made once by the server's
+ * `tokenizers/readable.character_groups`, which the chips are grouped by too) spells the
+ * group's characters in place of its bytes, with its part when the group spans several tokens:
+ * ⟨E4 BB⟩ ⟨8A⟩ -> 今₁ 今₂. Other tokens are returned as they are; ``bytes`` keeps the spelling. */
+export function characterTokens(tokens, characters = []) {
+  if (!tokens || !characters.length) return tokens;
+  const shown = tokens.slice();
+  for (const { first, last, text } of characters) {
+    for (let i = first; i <= Math.min(last, tokens.length - 1); i += 1) {
+      const part = last > first ? [...String(i - first + 1)].map((d) => SUBSCRIPTS[d]).join("") : "";
+      let placed = false; // a token's runs of the group's bytes become its characters once
+      const label = tokens[i].text.replace(BYTE_RUN, () => (placed ? "" : ((placed = true), text + part)));
+      shown[i] = { ...tokens[i], text: label, bytes: tokens[i].text };
+    }
+  }
+  return shown;
+}
+
 /** A token in quotes for sentences and hover text: 'Paris'. */
 export function quoted(text) {
   return `\u2018${tokenText(text)}\u2019`;

@@ -3,6 +3,8 @@
 // layer: number | null, kind: "attn.q" whatever its block, cross: bool, ...}.
 // The page knows no model by name: the stacks, blocks and parts come from the payload.
 
+import { characterTokens } from "./format.js";
+
 /** The stages cut into sections, in order:
  * [{stack, kind: "input" | "embed" | "block" | "final" | "output", group, layer, stages}]
  * A stack's own group ("embed", "encoder", "decoder") before its blocks is its embedding;
@@ -28,7 +30,8 @@ export function sections(stages) {
   return out;
 }
 
-/** The tokens along one axis letter of a stage's shape. Queries (t) are the stream the
+/** The tokens along one axis letter of a stage's shape, each spelled by the characters it
+ * makes (⟨E4 BB⟩ ⟨8A⟩ as 今₁ 今₂). Queries (t) are the stream the
  * stage belongs to (an encoder-decoder's decoder input on the decoder side and for the
  * logits); keys (s) of cross-attention are the encoder's tokens; a vision model's patches (n)
  * are its tokens after [CLS]. */
@@ -36,9 +39,19 @@ export function axisTokens(stage, letter, payload) {
   if (letter === "n" && stage.kind === "embed.patches") return payload.tokens.slice(1); // a ViT's patches, no [CLS]
   const { stack, cross } = stage;
   const decoderSide = payload.decoder_tokens && (stack === "decoder" || stage.kind === "logits");
-  if (letter === "s" && cross) return payload.tokens;
-  if (letter === "t" || letter === "s") return decoderSide ? payload.decoder_tokens : payload.tokens;
+  if (letter === "s" && cross) return labelled(payload.tokens, payload.characters);
+  if (letter === "t" || letter === "s") {
+    return decoderSide ? labelled(payload.decoder_tokens, payload.decoder_characters) : labelled(payload.tokens, payload.characters);
+  }
   return null;
+}
+
+const LABELLED = new WeakMap(); // a payload's tokens -> as its axes label them, made once
+
+/** An axis's tokens spelled by the characters they make (format.characterTokens). */
+function labelled(tokens, characters) {
+  if (!LABELLED.has(tokens)) LABELLED.set(tokens, characterTokens(tokens, characters ?? []));
+  return LABELLED.get(tokens);
 }
 
 /** The attention patterns of a walk, by part: [{key, label, layers: [{layer, stage}]}],

@@ -5,7 +5,7 @@
 // numbers in the boxes once the teaching reveal has reached them.
 
 import { el } from "../core/dom.js";
-import { number, tokenText } from "../core/format.js";
+import { characterTokens, number, tokenText } from "../core/format.js";
 import { cutImage } from "../image/patch_tokens.js";
 import { sections } from "../core/stages.js";
 import { arrow, box, lastTokenStrip, meanNorm, miniMap, NORM_NAMES } from "./overview_box.js";
@@ -103,11 +103,11 @@ function imageBox(payload, pending) {
   return box({ kind: "tokens", title: "Image → patches", detail, summary: cutImage(payload, 96), pending });
 }
 
-function tokensBox(tokens, title, pending) {
-  const shown = tokens.slice(0, SHOWN_TOKENS).map((t) => tokenText(t.text)).join(" ");
+function tokensBox(tokens, characters, pending) {
+  const shown = characterTokens(tokens, characters ?? []).slice(0, SHOWN_TOKENS).map((t) => tokenText(t.text)).join(" ");
   const more = tokens.length > SHOWN_TOKENS ? " …" : "";
   return box({
-    kind: "tokens", title, detail: `${tokens.length} token${tokens.length === 1 ? "" : "s"}`,
+    kind: "tokens", title: "Tokens", detail: `${tokens.length} token${tokens.length === 1 ? "" : "s"}`,
     summary: el("span", { class: "ov-tokens" }, shown + more), pending,
   });
 }
@@ -119,14 +119,14 @@ export function modelView(view) {
   const tokensPending = !revealed("tokens");
   if (!stacks.length) { // one stack: a single column
     const column = stackColumn("", view);
-    column.prepend(payload.image ? imageBox(payload, tokensPending) : tokensBox(payload.tokens, "Tokens", tokensPending), arrow());
+    column.prepend(payload.image ? imageBox(payload, tokensPending) : tokensBox(payload.tokens, payload.characters, tokensPending), arrow());
     column.append(arrow(), ...outputBoxes(view));
     return el("div", { class: "ov-model" }, column);
   }
   const [encoder, decoder] = stacks.map((s) => stackColumn(s, view));
   const under = (column, node) => column.querySelector(".ov-stack-title").after(node, arrow()); // under its title
-  under(encoder, tokensBox(payload.tokens, "Tokens", tokensPending));
-  under(decoder, tokensBox(payload.decoder_tokens ?? [], "Tokens", tokensPending));
+  under(encoder, tokensBox(payload.tokens, payload.characters, tokensPending));
+  under(decoder, tokensBox(payload.decoder_tokens ?? [], payload.decoder_characters, tokensPending));
   decoder.append(arrow(), ...outputBoxes(view));
   return el("div", { class: "ov-model ov-two" }, encoder,
     el("span", { class: "ov-cross", "aria-hidden": "true" }, "the encoder's output feeds every decoder block's cross-attention →"), decoder);
