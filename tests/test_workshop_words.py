@@ -88,10 +88,11 @@ def test_the_model_s_numbers_are_filled_on_the_server():
     """What the config fixes is written out; only this input's numbers stay {fields}."""
     words = tour_words(tiny(vocab_size=50_257))
     assert "50,257 tokens" in words["logits"]
-    fields = {field for text in words.values() for field in re.findall(r"\{(\w+)\}", text)}
+    texts = [text for text in words.values() if isinstance(text, str)] + list(words["stops"].values())
+    fields = {field for text in texts for field in re.findall(r"\{(\w+)\}", text)}
     assert fields == {
-        "stops", "steps", "others", "before", "after", "features", "mask", "position",
-        "temperature", "top_k", "top_p", "kept", "seed",
+        "stops", "steps", "others", "trend", "first", "last", "before", "after", "features", "mask",
+        "position", "temperature", "top_k", "top_p", "kept", "seed", "t", "s", "scores", "ahead",
     }  # fmt: skip
 
 

@@ -55,8 +55,9 @@ function facts(arch, model, level) {
   return el("dl", { class: "facts" }, rows.flatMap(([name, value]) => [el("dt", {}, name), el("dd", {}, String(value))]));
 }
 
-/** Mean ‖x‖ of the residual stream after each block (and after the embedding), per stack. */
-function streamNorms(stages) {
+/** Mean ‖x‖ of the residual stream after each block (and after the embedding), per stack:
+ * Map stack -> [{label: "emb" | layer, mean}] (the charts', and the tour's words about them). */
+export function streamNorms(stages) {
   const stacks = new Map();
   for (const stage of stages) {
     const { stack, layer, kind } = stage;

@@ -9,10 +9,10 @@
 
 import { el } from "../core/dom.js";
 import { number, percent, quoted } from "../core/format.js";
-import { streamNormChart } from "../panels/architecture.js";
+import { streamNormChart, streamNorms } from "../panels/architecture.js";
 import { plainTitle } from "./levels.js";
 import { unpack } from "../core/arrays.js";
-import { sections } from "../core/stages.js";
+import { axisTokens, sections } from "../core/stages.js";
 import { lessonLinks } from "./walk.js";
 
 // the steps of a first block the tour stops at: all of attention and the FFN for the model's
@@ -25,6 +25,7 @@ const SHORT_BLOCK = ["attn.pattern", "cross:attn.pattern", "ffn.act", "resid_pos
 const FIRST_STACK_BLOCK = ["attn.pattern", "ffn.act", "resid_post"]; // an encoder-decoder's encoder
 const NORM_KINDS = new Set(["attn.in", "ffn.in", "final_norm"]);
 const STREAM_KINDS = new Set(["embed.out", "resid_mid", "resid_cross", "resid_post"]);
+const STEADY = 0.02; // a stream whose mean length changes by less than 2% "stays about the same"
 
 function wanted(stage, kinds, pre) {
   const { kind, cross } = stage;
@@ -75,13 +76,35 @@ function meanNorm(stage) {
   return values.reduce((a, b) => a + b, 0) / values.length;
 }
 
+/** The stream's mean length before a step (at the last stream step ahead of it) and after it:
+ * {before, after} as printed, or null where either is not measured. */
+function streamLengths(stage, payload) {
+  const index = payload.stages.findIndex((s) => s.id === stage.id);
+  const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(s.kind));
+  const [from, to] = [meanNorm(before), meanNorm(stage)];
+  return from === null || to === null ? null : { before: number(from, 3), after: number(to, 3) };
+}
+
 /** A norm's sizes before and after, and why they changed. */
 function normWords(stop, payload) {
-  const index = payload.stages.findIndex((s) => s.id === stop.id);
-  const before = payload.stages.slice(0, index).reverse().find((s) => STREAM_KINDS.has(s.kind));
-  const [from, to] = [meanNorm(before), meanNorm(stop.stage)];
-  if (from === null || to === null) return "";
-  return fill(payload.tour.norm, { before: number(from, 3), after: number(to, 3) });
+  const lengths = streamLengths(stop.stage, payload);
+  return lengths ? fill(payload.tour.norm, lengths) : "";
+}
+
+/** What this stop's numbers are, in the model's sizes (payload.tour.stops, by the step's kind)
+ * and this input's: t tokens, s keys, the scores' count, the stream's length around the step. */
+function sizeWords(stage, payload) {
+  const template = payload.tour.stops?.[stage.kind];
+  if (!template) return "";
+  const t = (axisTokens(stage, "t", payload) ?? payload.tokens).length;
+  const s = axisTokens(stage, "s", payload)?.length ?? t;
+  const cells = (stage.value?.shape ?? []).reduce((a, b) => a * b, 1);
+  const needsLengths = /\{before\}/.test(template);
+  const lengths = needsLengths ? streamLengths(stage, payload) : {};
+  if (!lengths) return "";
+  const counts = { t: t.toLocaleString("en"), s: s.toLocaleString("en"), scores: cells.toLocaleString("en") };
+  const causal = !stage.cross && payload.architecture.stacks.find((x) => x.name === stage.stack)?.causal;
+  return fill(template, { ...counts, ...lengths, ahead: causal ? payload.tour.ahead : "" });
 }
 
 function featureWords(stop, words) {
@@ -123,10 +146,23 @@ function sampleWords(payload) {
   ];
 }
 
+/** The chart's words, from what it shows: the stream's mean length grows, shrinks or stays. */
+function trendWords(payload, stack) {
+  const points = streamNorms(payload.stages).get(stack);
+  if (!points) return "";
+  const [first, last] = [points[0].mean, points[points.length - 1].mean];
+  const change = last / first - 1;
+  const words = payload.tour;
+  const sentence = change >= STEADY ? words.grows : change <= -STEADY ? words.shrinks : words.steady;
+  return fill(sentence, { first: number(first, 3), last: number(last, 3) });
+}
+
 function othersWords(stop, payload) {
+  const { stack } = stop.blocks[0];
+  const others = stop.blocks.length - 1;
   return [
-    el("p", { class: "step-explain" }, fill(payload.tour.others, { others: stop.blocks.length - 1 })),
-    streamNormChart(payload.stages, stop.blocks[0].stack),
+    el("p", { class: "step-explain" }, fill(payload.tour.others, { others, trend: trendWords(payload, stack) })),
+    streamNormChart(payload.stages, stack),
   ];
 }
 
@@ -137,9 +173,11 @@ function stopNotes(stop, payload) {
   const { kind } = stop.stage;
   const why = (text) => el("p", { class: "step-explain tour-why" }, text);
   const notes = [el("p", { class: "step-explain" }, stop.stage.words)];
+  const sizes = sizeWords(stop.stage, payload);
+  if (sizes) notes.push(el("p", { class: "step-explain tour-sizes" }, sizes));
   if (kind === "logits") notes.push(...(logitWords(payload) ?? []));
   else if (NORM_KINDS.has(kind)) notes.push(why(normWords(stop, payload)));
-  else if (kind === "embed.tokens" || kind === "ffn.out") notes.push(why(featureWords(stop, payload.tour)));
+  else if (kind === "embed.tokens") notes.push(why(featureWords(stop, payload.tour)));
   else if (kind === "attn.pattern") notes.push(why(payload.tour.heads));
   return notes;
 }
