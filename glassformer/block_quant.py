@@ -9,6 +9,10 @@ scale per block of 32 consecutive weights of a row, so an outlier costs only its
 * Q4_0: m = the block's weight of largest magnitude (with its sign), d = m / -8,
   q = min(15, trunc(w / d + 8.5)) in 0..15, stored as d16 and 4-bit q (18 bytes per 32):
   w ~ d16 (q - 8)
+* Q4_1: a minimum as well: m = min w, d = (max w - m) / 15, q = trunc((w - m) / d + 0.5) in
+  0..15, stored as d16, m16 and 4-bit q (20 bytes per 32):   w ~ d16 q + m16. The 16 levels
+  span the block's own range, so weights that already lie on a Q4_1 grid (a model read from
+  a Q4_1 file, as the registry's SmolLM2 is) come back as the file's own blocks.
 
 with the same float32 arithmetic as llama.cpp's reference quantizer, so the bytes equal
 ``gguf.quants.quantize``'s (``tests/test_block_quant.py``). `from_gguf` reads blocks as a GGUF
@@ -20,6 +24,7 @@ becomes q - 8 = 7: off by d). So, with |d| the block's step::
 
     Q8_0:  |w - d16 q| <= |d| / 2 + 127 |d - d16|
     Q4_0:  |w - d16 (q - 8)| <= |d| + 8 |d - d16|
+    Q4_1:  |w - (d16 q + m16)| <= d / 2 + 15 |d - d16| + |m - m16|
 
 `BlockWeights.error_bound` gives each weight's bound and the tests hold every weight of
 random matrices to it. What it does to a model is measured, not bounded
@@ -36,20 +41,22 @@ import numpy as np
 import torch
 
 BLOCK = 32  # weights per block
-KINDS = {"q8_0": 34, "q4_0": 18}  # bytes per block as GGUF stores them
+KINDS = {"q8_0": 34, "q4_0": 18, "q4_1": 20}  # bytes per block as GGUF stores them
 
 
 @dataclass(frozen=True)
 class BlockWeights:
-    """An out x in matrix as blocks: ``levels`` (out in, int8: Q8_0's q, Q4_0's q - 8), and
-    ``steps`` (out in/32, float32: each block's d as stored, float16) and ``exact_steps`` (the
-    float32 d the levels were rounded with, for the bound; the stored one where only the
-    file is known)."""
+    """An out x in matrix as blocks: ``levels`` (out in, int8: Q8_0's q, Q4_0's q - 8, Q4_1's q),
+    ``steps`` (out in/32, float32: each block's d as stored, float16), ``minimums`` (Q4_1's m16,
+    zeros for the symmetric kinds), and ``exact_steps`` / ``exact_minimums`` (the float32 d and m
+    the levels were rounded with, for the bound; the stored ones where only the file is known)."""
 
     kind: str
     levels: torch.Tensor  # out in, int8
     steps: torch.Tensor  # out in/32, float32 holding float16 values
+    minimums: torch.Tensor  # out in/32, float32 holding float16 values
     exact_steps: torch.Tensor  # out in/32, float32
+    exact_minimums: torch.Tensor  # out in/32, float32
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -59,47 +66,60 @@ class BlockWeights:
         """The weights the blocks stand for, float32.  out in."""
         out, inner = self.shape
         blocks = self.levels.view(out, inner // BLOCK, BLOCK).float()  # out n 32
-        return (blocks * self.steps[..., None]).view(out, inner)
+        return (blocks * self.steps[..., None] + self.minimums[..., None]).view(out, inner)
 
     def error_bound(self) -> torch.Tensor:
         """Each weight's bound on |w - dequantized| (the module docstring).  out in."""
         d, d16 = self.exact_steps.abs(), self.steps
-        top, clip = (127, 0.5) if self.kind == "q8_0" else (8, 1.0)
-        per_block = clip * d + top * (self.exact_steps - d16).abs()  # out n
-        return per_block.repeat_interleave(BLOCK, dim=1)
+        top, clip = {"q8_0": (127, 0.5), "q4_0": (8, 1.0), "q4_1": (15, 0.5)}[self.kind]
+        moved = (self.exact_minimums - self.minimums).abs()  # Q4_1's m rounded to float16
+        per_block = clip * d + top * (self.exact_steps - d16).abs() + moved  # out n
+        return per_block.repeat_interleave(BLOCK, dim=1)  # out in
 
     def to_gguf(self) -> np.ndarray:
         """The blocks as GGUF stores them: uint8, out x (in / 32 * bytes per block)."""
         out, inner = self.shape
-        d16 = self.steps.to(torch.float16).view(out, -1, 1).view(torch.uint8)  # out n 2
+        halves = [self.steps] + ([self.minimums] if self.kind == "q4_1" else [])
+        head = [h.to(torch.float16).view(out, -1, 1).view(torch.uint8) for h in halves]  # out n 2 each
         levels = self.levels.view(out, inner // BLOCK, BLOCK)
         if self.kind == "q8_0":
             packed = levels.view(torch.uint8)
         else:  # two 4-bit q per byte: value j in the low nibble, value j + 16 in the high one
-            q = (levels + 8).to(torch.uint8)
+            q = (levels + (8 if self.kind == "q4_0" else 0)).to(torch.uint8)
             packed = q[..., :16] | (q[..., 16:] << 4)
-        return torch.cat([d16, packed], dim=-1).reshape(out, -1).numpy()
+        return torch.cat([*head, packed], dim=-1).reshape(out, -1).numpy()
 
 
 def quantize(weight: torch.Tensor, kind: str) -> BlockWeights:
-    """``weight`` (out x in, in a multiple of 32) as ``kind`` blocks ("q8_0" or "q4_0")."""
+    """``weight`` (out x in, in a multiple of 32) as ``kind`` blocks ("q8_0", "q4_0" or "q4_1")."""
     _check_kind(kind)
     w = weight.detach().float()
     out, inner = w.shape
     if inner % BLOCK:
         raise ValueError(f"a {out} x {inner} matrix: block quantization needs rows of a multiple of {BLOCK}")
     blocks = w.view(out, inner // BLOCK, BLOCK)  # out n 32
+    minimums = torch.zeros(blocks.shape[:2])  # out n
     if kind == "q8_0":
         d = blocks.abs().amax(dim=-1) / 127  # out n
         inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
         levels = _round_half_away(blocks * inverse[..., None])  # -127..127
-    else:
+    elif kind == "q4_0":
         largest = blocks.gather(-1, blocks.abs().argmax(dim=-1, keepdim=True))[..., 0]  # out n, signed
         d = largest / -8
         inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
         levels = torch.trunc(blocks * inverse[..., None] + 8.5).clamp(0, 15) - 8  # -8..7
-    steps = d.to(torch.float16).float()
-    return BlockWeights(kind, levels.to(torch.int8).view(out, inner).contiguous(), steps, d)
+    else:  # q4_1
+        minimums = blocks.amin(dim=-1)
+        d = (blocks.amax(dim=-1) - minimums) / 15
+        inverse = torch.where(d == 0, torch.zeros_like(d), 1 / d)
+        levels = torch.trunc((blocks - minimums[..., None]) * inverse[..., None] + 0.5).clamp(0, 15)  # 0..15
+    levels = levels.to(torch.int8).view(out, inner).contiguous()
+    return BlockWeights(kind, levels, _half(d), _half(minimums), d, minimums)
+
+
+def _half(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as GGUF stores it (float16), held in float32."""
+    return x.to(torch.float16).float()
 
 
 def from_gguf(raw: np.ndarray, kind: str) -> BlockWeights:
@@ -107,13 +127,16 @@ def from_gguf(raw: np.ndarray, kind: str) -> BlockWeights:
     _check_kind(kind)
     rows = raw.shape[0]
     blocks = torch.from_numpy(np.ascontiguousarray(raw)).view(rows, -1, KINDS[kind])  # out n bytes
-    steps = blocks[..., :2].contiguous().view(torch.float16)[..., 0].float()  # out n
+    halves = 2 if kind == "q4_1" else 1  # d (and Q4_1's m), float16 each
+    head = blocks[..., : 2 * halves].contiguous().view(torch.float16).float()  # out n halves
+    steps = head[..., 0]
+    minimums = head[..., 1] if kind == "q4_1" else torch.zeros_like(steps)  # out n
+    packed = blocks[..., 2 * halves :]
     if kind == "q8_0":
-        levels = blocks[..., 2:].contiguous().view(torch.int8)
+        levels = packed.contiguous().view(torch.int8)
     else:
-        packed = blocks[..., 2:]
-        levels = torch.cat([packed & 0x0F, packed >> 4], dim=-1).to(torch.int8) - 8
-    return BlockWeights(kind, levels.reshape(rows, -1).contiguous(), steps, steps)
+        levels = torch.cat([packed & 0x0F, packed >> 4], dim=-1).to(torch.int8) - (8 if kind == "q4_0" else 0)
+    return BlockWeights(kind, levels.reshape(rows, -1).contiguous(), steps, minimums, steps, minimums)
 
 
 def _round_half_away(x: torch.Tensor) -> torch.Tensor:

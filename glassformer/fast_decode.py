@@ -24,21 +24,27 @@ serves the decoders it can reproduce exactly (`unsupported` says why not otherwi
 only while no hook is attached; `glassformer.generate` uses it after the prefill when
 `glassformer.fast` is switched on. The layout is remade whenever a weight changes.
 
-``use_weights(net, "int8")`` makes the step read 8-bit copies of the matrices, the head's
-included (`glassformer.fast_int8`: an approximation with a stated bound, used only where it
-measures faster than float32 on this CPU; ``step.weights`` and ``step.reason`` say what was
-chosen and why). The default, "float32", is greedy-identical to the modules.
+``use_weights(net, kind)`` makes the step read quantized copies of the matrices, the head's
+included: "int8" (`glassformer.fast_int8`, a scale per row) or llama.cpp's block formats "q8_0",
+"q4_0", "q4_1" (`glassformer.block_quant`, a scale per 32 weights; `glassformer.fast_blocks`
+multiplies them), the head at Q8_0 beside the 4-bit kinds (as llama.cpp's quantizer keeps the
+output matrix finer). Each is an approximation with a stated bound, used only where its kernel
+measures faster than float32 on this CPU (`faster_than_float32`; ``step.weights`` and
+``step.reason`` say what was chosen and why). The default, "float32", is greedy-identical to
+the modules. A model read from a Q4_1 file (the registry's SmolLM2) holds its blocks' values,
+so "q4_1" multiplies by the file's own blocks.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from glassformer import fast, fast_int8
+from glassformer import block_quant, fast, fast_blocks, fast_int8
 from glassformer.nn import hooks
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.norms import LayerNorm, RMSNorm
@@ -69,13 +75,20 @@ def unsupported(net: nn.Module) -> str | None:
     return next((reason for reason, applies in reasons.items() if applies), None)
 
 
-WEIGHTS = ("float32", "int8")
+def _blocks(kind: str):
+    """A maker of ``kind`` block products from a weight."""
+    return lambda weight: fast_blocks.BlockProduct(block_quant.quantize(weight, kind))
+
+
+QUANTIZED = {"int8": fast_int8.Int8Product, **{kind: _blocks(kind) for kind in block_quant.KINDS}}
+HEAD = {"int8": "int8", "q8_0": "q8_0", "q4_0": "q8_0", "q4_1": "q8_0"}  # the head's kind beside each
+WEIGHTS = ("float32", *QUANTIZED)
 _STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> its DecodeStep
 _CHOSEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> the weights asked for
 
 
 def use_weights(net: nn.Module, weights: str) -> None:
-    """Decode ``net`` with "float32" weights (the default) or "int8" copies (`glassformer.fast_int8`)."""
+    """Decode ``net`` with "float32" weights (the default) or quantized copies (`QUANTIZED`)."""
     if weights not in WEIGHTS:
         raise ValueError(f"decode weights {weights!r}; allowed values: {', '.join(WEIGHTS)}")
     _CHOSEN[net] = weights
@@ -113,13 +126,30 @@ class _Float32Product:
         return fast.inference_product(x, self.linear.prepared(), bias)
 
 
-def _int8_product(linear: nn.Linear) -> fast_int8.Int8Product:
-    return fast_int8.Int8Product(linear.weight)
+@functools.cache
+def faster_than_float32(weights: str, out_features: int, in_features: int, threads: int) -> tuple[bool, str]:
+    """(whether the ``weights`` product of an out x in matrix beats the float32 decode product on
+    this CPU, with the timings): medians of single-row products over copies of the matrix that
+    together exceed the caches, once per process, kind, shape and thread count."""
+    copies = max(2, (64 << 20) // (out_features * in_features * 4))  # >= 64 MB of float32
+    matrices = [torch.randn(out_features, in_features) * 0.02 for _ in range(copies)]
+    splits = [fast.inference_weight(w) for w in matrices]
+    products = [QUANTIZED[weights](w) for w in matrices]
+    x = torch.randn(1, in_features)
+    runs = {
+        "float32": lambda: [fast.inference_product(x, split) for split in splits],
+        weights: lambda: [product(x) for product in products],
+    }
+    median = {name: fast.median_seconds(run) / copies for name, run in runs.items()}
+    return median[weights] < median["float32"], (
+        f"{weights} {median[weights] * 1e6:.0f} us vs float32 {median['float32'] * 1e6:.0f} us per "
+        f"{out_features} x {in_features} product on {threads} threads"
+    )
 
 
 class _Layer:
-    """One block's matrices for the decode step, each as a ``product`` (float32 or int8), with
-    its bias."""
+    """One block's matrices for the decode step, each as a ``product`` (float32 or quantized),
+    with its bias."""
 
     def __init__(self, block: nn.Module, product) -> None:
         attn, ffn = block.attn, block.ffn
@@ -151,21 +181,22 @@ class DecodeStep:
         self._net = weakref.ref(net)
         self.stack = net.output_stack
         self.asked, self.weights, self.reason = weights, weights, "asked for"
-        if weights == "int8":  # only where the kernel beats float32 on this CPU
+        if weights != "float32":  # only where the kernel beats float32 on this CPU
             c = net.config
             widest = (2 if c.gated else 1) * c.d_ff
-            faster, timings = fast_int8.faster_than_float32(widest, c.d_model, torch.get_num_threads())
-            self.weights = "int8" if faster else "float32"
+            faster, timings = faster_than_float32(weights, widest, c.d_model, torch.get_num_threads())
+            self.weights = weights if faster else "float32"
             self.reason = f"{'faster' if faster else 'slower, so float32'}: {timings}"
-        product = _int8_product if self.weights == "int8" else _Float32Product
+        quantized = QUANTIZED.get(self.weights)
+        product = _Float32Product if quantized is None else (lambda linear: quantized(linear.weight))
         self.layers = [_Layer(block, product) for block in self.stack.blocks]
-        self.head = fast_int8.Int8Product(net.lm_head.weight) if self.weights == "int8" else None
+        self.head = None if quantized is None else QUANTIZED[HEAD[self.weights]](net.lm_head.weight)
         self.windows = [w for w in self.stack.windows if w is not None]
         self._versions = self._current_versions()
 
     def _current_versions(self) -> list[tuple]:
-        """The int8 copies' sources (float32 products read their `fast.DecodeLinear`'s own copy,
-        which it remakes itself when W changes)."""
+        """The quantized copies' sources (float32 products read their `fast.DecodeLinear`'s own
+        copy, which it remakes itself when W changes)."""
         if self.head is None:
             return []
         net = self._net()
@@ -195,7 +226,7 @@ class DecodeStep:
         if self.head is None:
             return net.unembed(x)  # b 1 v
         scale, bias = net.config.lm_head_input_scale, net.lm_head.bias
-        return self.head(x * scale if scale != 1.0 else x, bias)  # b 1 v: int8 W_U
+        return self.head(x * scale if scale != 1.0 else x, bias)  # b 1 v: quantized W_U
 
     def _block(self, layer: _Layer, x: torch.Tensor, rope, cache: KVCache) -> torch.Tensor:
         """One block for the new rows.  b 1 d -> b 1 d."""
@@ -243,19 +274,23 @@ def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def compare_weights(net: nn.Module, prompts: list[list[int]], new_tokens: int = 8) -> tuple[float, float]:
-    """What int8 decode weights do to ``net``'s next-token distributions, teacher-forced: float32's
-    greedy continuation of each prompt is fed to both steps, so every position sees the same input.
-    -> (top-1 agreement, mean KL(float32 || int8) in nats), over every new position."""
-    steps = {weights: DecodeStep(net, weights) for weights in WEIGHTS}
+def compare_weights(
+    net: nn.Module, prompts: list[list[int]], weights: str = "int8", new_tokens: int = 8
+) -> tuple[float, float]:
+    """What ``weights`` (quantized decode weights) do to ``net``'s next-token distributions,
+    teacher-forced: float32's greedy continuation of each prompt is fed to both steps, so every
+    position sees the same input. -> (top-1 agreement, mean KL(float32 || quantized) in nats),
+    over every new position."""
+    kinds = ("float32", weights)
+    steps = {kind: DecodeStep(net, kind) for kind in kinds}
     agree, divergence, count = 0, 0.0, 0
     for prompt in prompts:
         ids = torch.tensor([prompt])
-        caches = {w: KVCache.for_model(net.config, 1, len(prompt) + new_tokens) for w in WEIGHTS}
-        prefill = [net(ids, cache=caches[w]) for w in WEIGHTS][0]  # b t v: the modules fill both caches
+        caches = {k: KVCache.for_model(net.config, 1, len(prompt) + new_tokens) for k in kinds}
+        prefill = [net(ids, cache=caches[k]) for k in kinds][0]  # b t v: the modules fill both caches
         token = prefill[:, -1:].argmax(-1)  # b 1
         for _ in range(new_tokens):
-            reference, approximate = (steps[w](token, caches[w])[0, -1].log_softmax(-1) for w in WEIGHTS)
+            reference, approximate = (steps[k](token, caches[k])[0, -1].log_softmax(-1) for k in kinds)
             agree += int(reference.argmax() == approximate.argmax())
             divergence += float((reference.exp() * (reference - approximate)).sum())
             count += 1

@@ -22,18 +22,14 @@ distribution against float32's on 20 prompts (``benchmarks/pretrained_speed.py``
 Greedy generations drift from float32's once one argmax differs.
 
 The kernel's speed depends on the CPU (bfloat16 instructions: AVX512-BF16, AMX), so
-`faster_than_float32` times it against the float32 decode product on the model's own largest
-matrix, once per process and shape; `glassformer.fast_decode` uses int8 weights only where
+`glassformer.fast_decode.faster_than_float32` times it against the float32 decode product on
+the model's own largest matrix, once per process and shape, and uses int8 weights only where
 they win.
 """
 
 from __future__ import annotations
 
-import functools
-
 import torch
-
-from glassformer import fast
 
 UNIT_ROUNDOFF = 2.0**-8  # bfloat16: 8 significant bits
 
@@ -58,25 +54,3 @@ class Int8Product:
         x_abs = x.float().abs()  # ... in
         magnitude = x_abs @ (self.q.float().abs() * self.scales[:, None]).t()  # sum_j |x_j| |s_i q_ij|
         return self.scales / 2 * x_abs.sum(-1, keepdim=True) + UNIT_ROUNDOFF * (magnitude + y.abs())
-
-
-@functools.cache
-def faster_than_float32(out_features: int, in_features: int, threads: int) -> tuple[bool, str]:
-    """(whether the int8 product of an out x in matrix beats the float32 decode product on this
-    CPU, with the timings): medians of single-row products over copies of the matrix that
-    together exceed the caches."""
-    copies = max(2, (64 << 20) // (out_features * in_features * 4))  # >= 64 MB of float32
-    weights = [torch.randn(out_features, in_features) * 0.02 for _ in range(copies)]
-    splits = [fast.inference_weight(w) for w in weights]
-    int8s = [Int8Product(w) for w in weights]
-    x = torch.randn(1, in_features)
-    runs = {
-        "float32": lambda: [fast.inference_product(x, split) for split in splits],
-        "int8": lambda: [product(x) for product in int8s],
-    }
-    median = {name: fast.median_seconds(run) / copies for name, run in runs.items()}
-    faster = median["int8"] < median["float32"]
-    return faster, (
-        f"int8 {median['int8'] * 1e6:.0f} us vs float32 {median['float32'] * 1e6:.0f} us per "
-        f"{out_features} x {in_features} product on {threads} threads"
-    )

@@ -8,7 +8,7 @@ import torch
 
 from glassformer.block_quant import BLOCK, from_gguf, quantize
 
-TYPES = {"q8_0": gguf.quants.GGMLQuantizationType.Q8_0, "q4_0": gguf.quants.GGMLQuantizationType.Q4_0}
+TYPES = {kind: getattr(gguf.quants.GGMLQuantizationType, kind.upper()) for kind in ("q8_0", "q4_0", "q4_1")}
 
 
 def weights(out: int = 48, inner: int = 256) -> torch.Tensor:
@@ -29,6 +29,7 @@ def test_the_bytes_are_llama_cpp_s_and_read_back_as_they_are(kind):
     assert np.array_equal(blocks.to_gguf(), reference)
     read = from_gguf(reference, kind)
     assert torch.equal(read.levels, blocks.levels) and torch.equal(read.steps, blocks.steps)
+    assert torch.equal(read.minimums, blocks.minimums)
     expected = torch.from_numpy(gguf.quants.dequantize(reference, TYPES[kind]))
     assert torch.equal(read.dequantized(), expected)
 
@@ -41,8 +42,8 @@ def test_every_weight_is_within_its_bound_and_the_bound_is_tight(kind):
     assert bool((error <= bound * (1 + 1e-6) + 1e-12).all())
     assert float((error / bound.clamp(min=1e-30)).max()) > 0.45  # some weight comes near its bound
     levels = blocks.levels
-    assert int(levels.min()) >= (-127 if kind == "q8_0" else -8)
-    assert int(levels.max()) <= (127 if kind == "q8_0" else 7)
+    low, high = {"q8_0": (-127, 127), "q4_0": (-8, 7), "q4_1": (0, 15)}[kind]
+    assert low <= int(levels.min()) and int(levels.max()) <= high
 
 
 def test_a_block_holds_an_outlier_s_cost_to_itself():
@@ -55,7 +56,16 @@ def test_a_block_holds_an_outlier_s_cost_to_itself():
 
 
 def test_bad_kinds_and_shapes_are_refused_by_name():
-    with pytest.raises(ValueError, match="kinds are: q8_0, q4_0"):
+    with pytest.raises(ValueError, match="kinds are: q8_0, q4_0, q4_1"):
         quantize(torch.zeros(2, 32), "q3_k")
     with pytest.raises(ValueError, match="multiple of 32"):
         quantize(torch.zeros(2, 40), "q8_0")
+
+
+def test_weights_on_a_q4_1_grid_come_back_as_their_blocks():
+    """A model read from a Q4_1 file (the registry's SmolLM2) holds its blocks' values as floats:
+    quantizing them again gives the file's bytes, so a 4-bit decode of it adds no error."""
+    stored = gguf.quants.quantize(weights().numpy(), TYPES["q4_1"])
+    floats = torch.from_numpy(gguf.quants.dequantize(stored, TYPES["q4_1"]))
+    again = quantize(floats, "q4_1")
+    assert torch.equal(again.dequantized(), floats)

@@ -96,9 +96,9 @@ def test_the_generate_command_passes_only_the_flags_given(chat_lm, monkeypatch, 
 
 @pytest.mark.parametrize("command", ["generate", "chat"])
 def test_int8_decode_weights_are_asked_for_and_the_choice_told(chat_lm, monkeypatch, capsys, command):
-    from glassformer import fast_decode, fast_int8
+    from glassformer import fast_decode
 
-    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (True, "int8 1 us vs float32 3 us"))
+    monkeypatch.setattr(fast_decode, "faster_than_float32", lambda *_: (True, "int8 1 us vs float32 3 us"))
     monkeypatch.setattr(glassformer.loading, "load", lambda model, dtype: chat_lm)
     monkeypatch.setattr(glassformer.chat, "chat_loop", lambda lm, **options: None)
     fast.enable(chat_lm.net.eval())

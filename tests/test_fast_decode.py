@@ -5,7 +5,7 @@ import torch
 from torch.nn import functional as F
 
 import glassformer as gf
-from glassformer import fast, fast_decode, fast_int8
+from glassformer import fast, fast_decode
 from glassformer.generate import generate_ids
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.norms import LayerNorm, RMSNorm
@@ -114,7 +114,7 @@ def test_a_hook_sends_decoding_back_to_the_modules():
 def test_a_changed_weight_is_read_anew(weights, monkeypatch):
     """float32: each product reads its DecodeLinear's copy, which that remakes; int8: the step's
     own copies are remade by a new step."""
-    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (True, "chosen by the test"))
+    monkeypatch.setattr(fast_decode, "faster_than_float32", lambda *shape: (True, "chosen by the test"))
     net = tiny_net()
     fast_decode.use_weights(net, weights)
     step = fast_decode.step_for(net)

@@ -35,7 +35,7 @@ def test_rows_are_stored_as_127_levels_of_their_largest_weight():
 
 
 def test_an_int8_step_stays_near_the_modules_and_says_what_it_chose(monkeypatch):
-    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (True, "int8 1 us vs float32 9 us"))
+    monkeypatch.setattr(fast_decode, "faster_than_float32", lambda *_: (True, "int8 1 us vs float32 9 us"))
     net = tiny_net(n_kv_heads=2)
     fast_decode.use_weights(net, "int8")
     step = fast_decode.step_for(net)
@@ -55,7 +55,7 @@ def test_an_int8_step_stays_near_the_modules_and_says_what_it_chose(monkeypatch)
 
 
 def test_int8_is_not_used_where_it_measures_slower(monkeypatch):
-    monkeypatch.setattr(fast_int8, "faster_than_float32", lambda *shape: (False, "int8 9 us vs float32 1 us"))
+    monkeypatch.setattr(fast_decode, "faster_than_float32", lambda *_: (False, "int8 9 us vs float32 1 us"))
     net = tiny_net()
     fast_decode.use_weights(net, "int8")
     step = fast_decode.step_for(net)
@@ -67,12 +67,12 @@ def test_int8_is_not_used_where_it_measures_slower(monkeypatch):
 
 
 def test_unknown_weights_are_refused():
-    with pytest.raises(ValueError, match="allowed values: float32, int8"):
+    with pytest.raises(ValueError, match="allowed values: float32, int8, q8_0, q4_0, q4_1"):
         fast_decode.use_weights(tiny_net(), "int4")
 
 
 def test_the_timing_names_both_kernels():
-    faster, timings = fast_int8.faster_than_float32(64, 32, torch.get_num_threads())
+    faster, timings = fast_decode.faster_than_float32("int8", 64, 32, torch.get_num_threads())
     assert isinstance(faster, bool) and "int8" in timings and "float32" in timings
 
 

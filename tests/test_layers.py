@@ -23,7 +23,13 @@ LAYERS = [
     ("building blocks", ["glassformer.nn"]),
     (
         "fast paths",
-        ["glassformer.fast", "glassformer.fast_decode", "glassformer.fast_int8", "glassformer.block_quant"],
+        [
+            "glassformer.fast",
+            "glassformer.fast_decode",
+            "glassformer.fast_int8",
+            "glassformer.fast_blocks",
+            "glassformer.block_quant",
+        ],
     ),
     ("models", ["glassformer.models"]),
     ("tokenizers", ["glassformer.tokenizers"]),

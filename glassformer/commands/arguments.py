@@ -9,6 +9,8 @@ from typing import Any
 from glassformer.formats.hub import HUB_ID_FORM
 from glassformer.sampling import SAMPLING_DEFAULTS
 
+DECODE_WEIGHTS = ("float32", "int8", "q8_0", "q4_0", "q4_1")  # fast_decode.WEIGHTS, without importing torch
+
 # the end of every MODEL argument's help: how it names a model on the Hugging Face Hub
 # (gf.load's rule: a registry name, then an existing path, then a Hub id; glassformer.formats.hub)
 HUB_ID_HELP = (
@@ -78,11 +80,13 @@ def chosen_generation_options(args: argparse.Namespace) -> dict[str, Any]:
 def add_decode_weights_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--decode-weights",
-        choices=["float32", "int8"],
+        choices=DECODE_WEIGHTS,
         default="float32",
         help="the weights each new token reads: float32 (default; the same tokens as the plain "
-        "modules) or int8 copies, a quarter of the bytes (an approximation: glassformer.fast_int8 "
-        "states its bound; used only where it measures faster on this CPU)",
+        "modules), int8 copies with a scale per row (a quarter of the bytes), or llama.cpp's block "
+        "formats q8_0, q4_0, q4_1 (a scale per 32 weights; 8.5, 4.5, 5 bits a weight). Quantized "
+        "weights are an approximation with a stated bound (glassformer.fast_int8, fast_blocks), "
+        "used only where they measure faster on this CPU",
     )
 
 
