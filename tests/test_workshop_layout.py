@@ -15,6 +15,11 @@ scrolled to the top, and checked:
 * the document itself does not scroll sideways.
 
 A screenshot of each page at each width is kept for review (`tests.screenshots`).
+
+At a phone's 390 px no page scrolls sideways (`document.documentElement.scrollWidth <=
+innerWidth`) at any zoom of the overview either: the block, one head and its query · key table
+(once 305 px too wide), nor the beginner's tour of a 31-block model (its chart of the stream's
+length, once 30 px too wide), nor a prompt in Chinese, Arabic, Hindi and emoji.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pytest
+import torch
 
+import glassformer as gf
 from glassformer.workshop.server import create_app
+from tests.conftest import tiny
+from tests.test_bpe import gpt2
 from tests.test_workshop_page import TEXT, Workshop, char_lm
 from tests.workshop_server import serving
 
@@ -75,10 +84,30 @@ MEASURE = """() => {
 }"""
 
 
+PHONE = 390
+DEEP = 31  # blocks: SmolLM2's 30 and the embedding are as many bars in the tour's chart
+SCRIPTS = "今天天气很好 🌊🎉 مرحبا بالعالم नमस्ते दुनिया"  # read by GPT-2's byte-level BPE
+QUERY_KEY = '#overview .qk-view[data-ready="1"]'
+PHONE_PAGES = {  # name -> (the page's query, what says it is drawn)
+    "beginner_deep": ({"model": "deep", "text": TEXT}, WALKED),
+    "advanced_deep": ({"model": "deep", "text": TEXT, "level": "advanced"}, WALKED),
+    "zoom_block": ({"model": "tiny", "text": TEXT, "zoom": "blocks.1"}, "#overview .ov-head canvas"),
+    "zoom_head": ({"model": "tiny", "text": TEXT, "zoom": "blocks.1.attn:2"}, QUERY_KEY),
+    "zoom_query_key": ({"model": "tiny", "text": TEXT, "zoom": "blocks.1.attn:2:2"}, QUERY_KEY),
+    "scripts_query_key": ({"model": "bytes", "text": SCRIPTS, "zoom": "blocks.0.attn:1:4"}, QUERY_KEY),
+}
+
+
 @pytest.fixture(scope="module")
 def workshop(browser, tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    with serving(create_app({"tiny": char_lm(**TINY)}, runs_root=runs)) as url:
+    torch.manual_seed(0)
+    models = {
+        "tiny": char_lm(**TINY),
+        "deep": char_lm(**TINY, n_layers=DEEP),
+        "bytes": gf.LanguageModel(gf.build(tiny(vocab_size=50_257, max_seq_len=128)).eval(), gpt2()),
+    }
+    with serving(create_app(models, runs_root=runs)) as url:
         opened = Workshop(browser, url, tmp_path_factory.mktemp("layout"))
         yield opened
         opened.close()
@@ -130,3 +159,22 @@ def test_no_panel_overlaps_another_or_is_cut_off(workshop, width):
             f"{name} at {width} px: {found}" for found in overlaps(measured["boxes"]) + cut_off(measured)
         ]
     assert problems == [], "\n".join(problems)
+
+
+def test_a_phone_never_scrolls_sideways(workshop):
+    """At 390 px the document is no wider than the window on every page and every zoom: what is
+    wider (a map, the query · key table) scrolls inside its own box."""
+    page = workshop.page
+    page.set_viewport_size({"width": PHONE, "height": HEIGHT})
+    visits = [(name, "?" + urlencode(query), drawn) for name, (query, drawn) in PHONE_PAGES.items()]
+    visits += [(name, path, drawn) for name, (path, drawn, *_) in PAGES.items() if name in ("lab", "lesson")]
+    wider = {}
+    for name, path, drawn in visits:
+        page.goto(workshop.base + path)
+        page.wait_for_selector(drawn, state="attached")
+        page.wait_for_selector(f"{WALKED}, #preset-estimate, .lesson-text", state="attached")
+        measured = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        if measured[0] > measured[1]:
+            wider[name] = measured
+        workshop.shot(f"phone_{name}")
+    assert wider == {}, f"pages wider than the phone ([scrollWidth, innerWidth]): {wider}"
