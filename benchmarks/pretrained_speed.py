@@ -1,21 +1,33 @@
-"""SmolLM2-135M from its GGUF: ours vs HF transformers, same weights (fp32), same run.
+"""SmolLM2-135M from its GGUF: ours vs HF transformers and llama.cpp, same file, same run.
 
-* load time from the GGUF file;
-* greedy decoding tokens/s for 128 new tokens (both with their KV caches);
-* prefill time of a 512-token prompt;
-* the memory-bandwidth bound of decoding: every new token reads every weight once, so
-  tokens/s <= read bandwidth / bytes of weights (bandwidth measured here, now);
-* int8 decode weights (`glassformer.fast_int8`, where they measure faster): tokens/s, and what
-  they do to the next-token distribution against float32 on 20 prompts, teacher-forced.
+* load time from the GGUF file (ours, HF, llama.cpp);
+* greedy decoding tokens/s for 128 new tokens, every decoder in turn, several rounds:
+  HF (float32), ours with float32 weights and with each quantized kind (`fast_decode`: int8
+  per row, llama.cpp's Q8_0, Q4_0, Q4_1, each used only where it measures faster, as it says),
+  llama.cpp on the registry's file (Q4_1 blocks, a Q8_0 head) and on a Q8_0 file written here
+  from the same weights (`gguf.quants`, as llama.cpp's converter makes Q8_0);
+* what each quantized kind does to the next-token distribution against float32 on 20
+  prompts, teacher-forced;
+* prefill time of a 512-token prompt (ours, HF);
+* the memory-bandwidth bound of float32 decoding (bytes of weights / read bandwidth).
 
-    python -m benchmarks.pretrained_speed [--new-tokens 128 --prefill 512]
+llama.cpp comes from llama-cpp-python, a benchmark-only dependency with no binary wheel on
+PyPI: ``pip install llama-cpp-python`` builds it (CMake and a C++ compiler; about 10 minutes on
+2 cores). Without it, its rows say so and the rest runs.
+
+    python -m benchmarks.pretrained_speed [--new-tokens 128 --prefill 512 --rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import functools
+import statistics
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import torch
 
@@ -25,6 +37,8 @@ from glassformer import fast_decode
 from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
 
+KINDS = ("int8", "q8_0", "q4_0", "q4_1")
+
 
 def read_bandwidth_gb_s(megabytes: int = 1024) -> float:
     """GB/s of a streaming read (a sum over a tensor much larger than the caches)."""
@@ -33,15 +47,64 @@ def read_bandwidth_gb_s(megabytes: int = 1024) -> float:
     return data.numel() * 4 / seconds / 1e9
 
 
+def write_q8_0(source: Path, target: Path) -> None:
+    """``source`` with every quantized tensor re-made as Q8_0 (gguf.quants, llama.cpp's reference
+    quantizer), its metadata copied: the file llama.cpp decodes beside our q8_0."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(source))
+    writer = gguf.GGUFWriter(str(target), arch=str(reader.fields["general.architecture"].contents()))
+    for field in reader.fields.values():
+        if field.name == "general.architecture" or field.name.startswith("GGUF."):
+            continue
+        sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), field.types[0], sub_type=sub_type)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    for tensor in reader.tensors:
+        if tensor.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
+            writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
+            continue
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)  # the file's floats
+        writer.add_tensor(tensor.name, gguf.quants.quantize(values, q8), raw_dtype=q8)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def llama_cpp_decoder(path: Path, prompt: list[int], n: int):
+    """(a run of ``n`` greedy tokens after ``prompt`` by llama.cpp on ``path``, its load
+    seconds), or (None, why) where llama-cpp-python is missing."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return None, "llama-cpp-python is not installed (pip install llama-cpp-python: it builds llama.cpp)"
+    start = time.perf_counter()
+    llm = llama_cpp.Llama(
+        model_path=str(path), n_threads=torch.get_num_threads(), n_ctx=512, verbose=False, logits_all=False
+    )
+    loaded = time.perf_counter() - start
+
+    def run() -> list[int]:
+        tokens = []
+        for token in llm.generate(prompt, top_k=1, temp=0.0, reset=True):
+            tokens.append(token)
+            if len(tokens) == n:
+                return tokens
+        return tokens
+
+    return run, loaded
+
+
 def main() -> None:
     warnings.filterwarnings("ignore")
     import transformers
 
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--prefill", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3, help="decoding runs of each decoder, in turn")
     args = parser.parse_args()
     path = resolve("smollm2-135m-instruct")
     print(f"machine: {cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
@@ -55,61 +118,94 @@ def main() -> None:
     )
     hf_load = time.perf_counter() - start
     hf.eval()
-    print(f"load from GGUF: ours {ours_load:.1f} s, HF {hf_load:.1f} s ({hf_load / ours_load:.1f}x)")
+    text = "Once upon a time, in a small village by the sea,"
+    prompt_ids = lm.tokenizer.encode(text)
+    prompt, n = torch.tensor([prompt_ids]), args.new_tokens
+    scratch = tempfile.TemporaryDirectory()
+    q8_path = Path(scratch.name) / "SmolLM2-135M-Instruct.Q8_0.gguf"
+    write_q8_0(path, q8_path)
+    llama = {
+        name: llama_cpp_decoder(file, prompt_ids, n) for name, file in (("q4_1", path), ("q8_0", q8_path))
+    }
+    loads = [f"ours {ours_load:.2f} s", f"HF {hf_load:.2f} s"]
+    loads += [f"llama.cpp {loaded:.2f} s" for run, loaded in [llama["q4_1"]] if run is not None]
+    print("load from GGUF: " + ", ".join(loads))
 
-    prompt = torch.tensor([lm.tokenizer.encode("Once upon a time, in a small village by the sea,")])
-    n = args.new_tokens
     settings = GenerationSettings(max_new_tokens=n, min_new_tokens=n, greedy=True)
+    nets = {kind: lm.net if kind == "float32" else copy.deepcopy(lm.net) for kind in ("float32", *KINDS)}
+    steps = {}
+    decoders = {
+        "HF float32": lambda: hf.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    }
+    for kind, net in nets.items():  # a copy each: a net keeps one decode layout
+        fast_decode.use_weights(net, kind)
+        steps[kind] = fast_decode.step_for(net)  # laid out (and chosen) before the timing
+        decoders[f"ours {kind}"] = functools.partial(lambda net: generate_ids(net, prompt, settings)[0], net)
+    for kind, (run, why) in llama.items():
+        if run is not None:
+            decoders[f"llama.cpp {kind}"] = run
     with torch.inference_mode():
-        ours_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
-        hf_s = median_seconds(
-            lambda: hf.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False), repeats=3
-        )
-        same = (
-            generate_ids(lm.net, prompt, settings)[0]
-            == hf.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)[
-                0, prompt.shape[1] :
-            ].tolist()
-        )
-        plain_s = None
-        if hasattr(gf, "fast"):  # the plain nn.Linear path, without glassformer.fast
-            gf.fast.disable(lm.net)
-            plain_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
-            gf.fast.enable(lm.net)
-        fast_decode.use_weights(lm.net, "int8")
-        int8_step = fast_decode.step_for(lm.net)
-        int8_s = median_seconds(lambda: generate_ids(lm.net, prompt, settings), repeats=3)
-        fast_decode.use_weights(lm.net, "float32")
-        starts = ["Once upon a time", "The capital of", "def f(x):", "In 1969", "Water boils at"]
-        texts = [f"{start} {i}" for i, start in enumerate(starts * 4)]
-        agree, kl = fast_decode.compare_weights(lm.net, [lm.tokenizer.encode(t) for t in texts], new_tokens=8)
-        long = torch.randint(0, lm.config.vocab_size, (1, args.prefill))
+        seconds = interleaved_seconds(decoders, args.rounds)
+        texts = {name: decoders[name]() for name in ("ours float32", "ours q4_1", "ours q8_0")}
+        hf_text = decoders["HF float32"]()[0, prompt.shape[1] :].tolist()
+    print(f"greedy decoding, {n} new tokens ({args.rounds} rounds in turn; median, min-max tok/s):")
+    hf_s = statistics.median(seconds["HF float32"])
+    for name, times in seconds.items():
+        rate, slow, fast = n / statistics.median(times), n / max(times), n / min(times)
+        kind = name.split()[-1]
+        notes = [f"{hf_s / statistics.median(times):.2f}x HF"]
+        if name.startswith("ours") and kind in KINDS:
+            notes.append(f"{steps[kind].weights}: {steps[kind].reason}")
+        if name.startswith("ours") and f"llama.cpp {kind}" in seconds:
+            notes.append(
+                f"{statistics.median(seconds[f'llama.cpp {kind}']) / statistics.median(times):.2f}x llama.cpp"
+            )
+        print(f"  {name:<16} {rate:6.1f} ({slow:.1f}-{fast:.1f})  " + "; ".join(notes))
+    for kind, (run, why) in llama.items():
+        if run is None:
+            print(f"  llama.cpp {kind}: not run: {why}")
+    print(f"  the same {n} tokens as HF: ours float32 {texts['ours float32'] == hf_text}")
+    quality(lm)
+    prefill_and_bound(lm, hf, args.prefill, n / statistics.median(seconds["ours float32"]))
+
+
+def interleaved_seconds(decoders: dict, rounds: int) -> dict[str, list[float]]:
+    """Each decoder's wall times, run in turn (ABCABC...) after one warm-up each."""
+    for run in decoders.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in decoders}
+    for _ in range(rounds):
+        for name, run in decoders.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def quality(lm: gf.LanguageModel) -> None:
+    """Each quantized kind against float32, teacher-forced on 20 prompts x 8 positions."""
+    starts = ["Once upon a time", "The capital of", "def f(x):", "In 1969", "Water boils at"]
+    prompts = [lm.tokenizer.encode(f"{start} {i}") for i, start in enumerate(starts * 4)]
+    print("against float32, 20 prompts x 8 positions, teacher-forced (the kernel's rounding included):")
+    for kind in KINDS:
+        agree, kl = fast_decode.compare_weights(lm.net, prompts, kind, new_tokens=8)
+        print(f"  {kind:<5} top-1 agreement {agree:.1%}, mean KL {kl:.5f} nats")
+
+
+def prefill_and_bound(lm: gf.LanguageModel, hf, tokens: int, float32_rate: float) -> None:
+    long = torch.randint(0, lm.config.vocab_size, (1, tokens))
+    with torch.inference_mode():
         prefill = interleaved_medians({"ours": lambda: lm.net(long), "hf": lambda: hf(long)}, repeats=5)
-        ours_prefill, hf_prefill = prefill["ours"], prefill["hf"]
     print(
-        f"greedy decoding, {n} new tokens: ours {n / ours_s:.1f} tok/s, HF {n / hf_s:.1f} tok/s "
-        f"({hf_s / ours_s:.2f}x); identical tokens: {same}"
-    )
-    if plain_s is not None:
-        print(
-            f"  without glassformer.fast (plain nn.Linear): {n / plain_s:.1f} tok/s "
-            f"({hf_s / plain_s:.2f}x HF; the fast path gives {plain_s / ours_s:.2f}x)"
-        )
-    print(
-        f"  int8 decode weights ({int8_step.weights}: {int8_step.reason}): {n / int8_s:.1f} tok/s "
-        f"({hf_s / int8_s:.2f}x HF); against float32 on 20 prompts x 8 positions, teacher-forced: "
-        f"top-1 agreement {agree:.1%}, mean KL {kl:.4f} nats"
-    )
-    print(
-        f"prefill {args.prefill} tokens: ours {ours_prefill:.2f} s, HF {hf_prefill:.2f} s "
-        f"(ours / HF = {ours_prefill / hf_prefill:.2f})"
+        f"prefill {tokens} tokens: ours {prefill['ours']:.2f} s, HF {prefill['hf']:.2f} s "
+        f"(ours / HF = {prefill['ours'] / prefill['hf']:.2f})"
     )
     weight_bytes = sum(p.numel() * p.element_size() for p in lm.net.parameters())
     bandwidth = read_bandwidth_gb_s()
     bound = bandwidth * 1e9 / weight_bytes
     print(
-        f"bandwidth bound: {weight_bytes / 1e6:.0f} MB of weights per token at {bandwidth:.1f} GB/s "
-        f"-> at most {bound:.0f} tok/s; ours reaches {n / ours_s / bound:.0%} of it"
+        f"float32 bandwidth bound: {weight_bytes / 1e6:.0f} MB of weights per token at {bandwidth:.1f} GB/s "
+        f"-> at most {bound:.0f} tok/s; ours reaches {float32_rate / bound:.0%} of it"
     )
 
 

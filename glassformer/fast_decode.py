@@ -148,23 +148,29 @@ def faster_than_float32(weights: str, out_features: int, in_features: int, threa
 
 
 class _Layer:
-    """One block's matrices for the decode step, each as a ``product`` (float32 or quantized),
-    with its bias."""
+    """One block's matrices for the decode step, each as a product (float32 or quantized), with
+    its bias. Quantized copies are the step's own, so a gated FFN's two input matrices become
+    one, [W_gate; W_up]: one kernel launch fewer per block."""
 
-    def __init__(self, block: nn.Module, product) -> None:
+    def __init__(self, block: nn.Module, quantized) -> None:
         attn, ffn = block.attn, block.ffn
         self.attn, self.act_fn = attn, ffn.act_fn
         self.attn_norm, self.ffn_norm = block.attn_norm, block.ffn_norm  # ffn_norm None: shared
         self.parallel = block.parallel
         linears = {"qkv": attn.qkv_proj, "o": attn.o_proj, "gate": ffn.gate_proj, "up": ffn.up_proj}
-        self.products = {
-            name: (product(linear), linear.bias)
-            for name, linear in {**linears, "down": ffn.down_proj}.items()
-            if linear is not None
-        }
+        linears = {name: m for name, m in {**linears, "down": ffn.down_proj}.items() if m is not None}
+        if quantized is None:
+            self.products = {name: (_Float32Product(linear), linear.bias) for name, linear in linears.items()}
+            return
+        matrices = {name: (linear.weight, linear.bias) for name, linear in linears.items()}  # W, b
+        if "gate" in linears:
+            gate, up = linears["gate"], linears["up"]
+            both = None if gate.bias is None and up.bias is None else torch.cat([_bias(gate), _bias(up)])
+            matrices["gate_up"] = (torch.cat([matrices.pop("gate")[0], matrices.pop("up")[0]]), both)
+        self.products = {name: (quantized(weight), bias) for name, (weight, bias) in matrices.items()}
 
     def __call__(self, name: str, x: torch.Tensor) -> torch.Tensor:
-        """x W^T + b with matrix ``name`` (qkv, o, gate, up, down)."""
+        """x W^T + b with matrix ``name`` (qkv, o, gate, up or gate_up, down)."""
         product, bias = self.products[name]
         return product(x, bias)
 
@@ -188,8 +194,7 @@ class DecodeStep:
             self.weights = weights if faster else "float32"
             self.reason = f"{'faster' if faster else 'slower, so float32'}: {timings}"
         quantized = QUANTIZED.get(self.weights)
-        product = _Float32Product if quantized is None else (lambda linear: quantized(linear.weight))
-        self.layers = [_Layer(block, product) for block in self.stack.blocks]
+        self.layers = [_Layer(block, quantized) for block in self.stack.blocks]
         self.head = None if quantized is None else QUANTIZED[HEAD[self.weights]](net.lm_head.weight)
         self.windows = [w for w in self.stack.windows if w is not None]
         self._versions = self._current_versions()
@@ -257,11 +262,19 @@ class DecodeStep:
     @staticmethod
     def _ffn(layer: _Layer, x: torch.Tensor) -> torch.Tensor:
         """act(x W_gate) * x W_up (plain: act(x W_up)), then W_down.  b 1 d -> b 1 d."""
-        if "gate" in layer.products:
+        if "gate_up" in layer.products:
+            gate, up = layer("gate_up", x).chunk(2, dim=-1)  # b 1 f each
+            act = layer.act_fn(gate) * up
+        elif "gate" in layer.products:
             act = layer.act_fn(layer("gate", x)) * layer("up", x)  # b 1 f
         else:
             act = layer.act_fn(layer("up", x))  # b 1 f
         return layer("down", act)
+
+
+def _bias(linear: nn.Linear) -> torch.Tensor:
+    """``linear``'s bias, zeros where it has none."""
+    return linear.bias if linear.bias is not None else torch.zeros(linear.out_features)
 
 
 def _norm(norm: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -40,7 +40,7 @@ def test_an_int8_step_stays_near_the_modules_and_says_what_it_chose(monkeypatch)
     fast_decode.use_weights(net, "int8")
     step = fast_decode.step_for(net)
     assert (step.asked, step.weights, step.reason) == ("int8", "int8", "faster: int8 1 us vs float32 9 us")
-    assert isinstance(step.layers[0].products["up"][0], fast_int8.Int8Product) and step.head is not None
+    assert isinstance(step.layers[0].products["gate_up"][0], fast_int8.Int8Product) and step.head is not None
     prompt = torch.randint(0, 67, (1, 6))
     ours, theirs = KVCache.for_model(net.config, 1, 20), KVCache.for_model(net.config, 1, 20)
     with torch.no_grad():
