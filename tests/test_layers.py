@@ -29,6 +29,7 @@ LAYERS = [
             "glassformer.fast_int8",
             "glassformer.fast_blocks",
             "glassformer.block_quant",
+            "glassformer.quantized_model",
         ],
     ),
     ("models", ["glassformer.models"]),
