@@ -50,6 +50,7 @@ const LABELLED = new WeakMap(); // a payload's tokens -> as its axes label them,
 
 /** An axis's tokens spelled by the characters they make (format.characterTokens). */
 function labelled(tokens, characters) {
+  if (!tokens) return tokens;
   if (!LABELLED.has(tokens)) LABELLED.set(tokens, characterTokens(tokens, characters ?? []));
   return LABELLED.get(tokens);
 }
