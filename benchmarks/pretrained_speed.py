@@ -141,9 +141,7 @@ def main() -> None:
         fast_decode.use_weights(net, kind)
         steps[kind] = fast_decode.step_for(net)  # laid out (and chosen) before the timing
         decoders[f"ours {kind}"] = functools.partial(lambda net: generate_ids(net, prompt, settings)[0], net)
-    for kind, (run, why) in llama.items():
-        if run is not None:
-            decoders[f"llama.cpp {kind}"] = run
+    decoders.update({f"llama.cpp {kind}": run for kind, (run, _) in llama.items() if run is not None})
     with torch.inference_mode():
         seconds = interleaved_seconds(decoders, args.rounds)
         texts = {name: decoders[name]() for name in ("ours float32", "ours q4_1", "ours q8_0")}
