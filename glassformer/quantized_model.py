@@ -99,6 +99,10 @@ class Quantization:
         """The kind as llama.cpp names it: "Q8_0"."""
         return self.kind.upper()
 
+    def model_label(self, name: str) -> str:
+        """How a quantized model is named to a person: "smollm2-135m-instruct · Q8_0"."""
+        return f"{name} · {self.label}"
+
     @property
     def bits_per_weight(self) -> float:
         return KINDS[self.kind] * 8 / BLOCK

@@ -10,6 +10,7 @@ from glassformer.formats.hub import HUB_ID_FORM
 from glassformer.sampling import SAMPLING_DEFAULTS
 
 DECODE_WEIGHTS = ("float32", "int8", "q8_0", "q4_0", "q4_1")  # fast_decode.WEIGHTS, without importing torch
+QUANTIZE = ("q8_0", "q4_0", "q4_1")  # block_quant.KINDS, without importing torch
 
 # the end of every MODEL argument's help: how it names a model on the Hugging Face Hub
 # (gf.load's rule: a registry name, then an existing path, then a Hub id; glassformer.formats.hub)
@@ -103,3 +104,41 @@ def use_decode_weights(lm: Any, weights: str, say: Callable[[str], None]) -> Non
         say(f"decode weights: float32 ({weights} needs glassformer.fast_decode's step: {reason})")
     else:
         say(f"decode weights: {step.weights} ({step.reason})")
+
+
+def add_quantize_flag(parser: argparse.ArgumentParser, where: str = "") -> None:
+    """--quantize KIND: the model's matrices replaced by llama.cpp's blocks after loading."""
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZE,
+        default=None,
+        help="after loading, replace every block's and the output head's matrix by the values of its "
+        "llama.cpp blocks (a scale per 32 weights of a row; q8_0, q4_0, q4_1: 8.5, 4.5, 5 bits a "
+        "weight), so the model runs as that quantized model does. The weights stay float32 numbers "
+        f"on the blocks' grid, and each block's error is kept{where} (glassformer.quantized_model). "
+        "A model read from a Q4_1 GGUF file (the registry's SmolLM2) is already on the q4_1 grid: "
+        "q4_1 changes none of its weights. Default: the weights as loaded",
+    )
+
+
+def quantize_weights(lm: Any, kind: str | None, say: Callable[[str], None]) -> Any:
+    """``lm``'s matrices quantized to ``kind`` in place (None: left as they are), ``say`` told
+    what changed; the `quantized_model.Quantization`, or None."""
+    if kind is None:
+        return None
+    from glassformer.quantized_model import quantize_model
+
+    dtype = next(lm.net.parameters()).dtype
+    if str(dtype) != "torch.float32":
+        raise ValueError(
+            f"--quantize writes the blocks' values as float32 weights; this model's are {dtype}: "
+            "load it with --dtype float32"
+        )
+    facts = quantize_model(lm.net, kind)
+    errors = [m.summary()["max_error"] for m in facts.matrices]
+    say(
+        f"quantized to {facts.label}: {len(facts.matrices)} matrices, "
+        f"{facts.bytes_before / 2**20:.1f} MiB in float32 -> {facts.bytes_after / 2**20:.1f} MiB as blocks "
+        f"({facts.bits_per_weight:g} bits a weight); largest change of a weight {max(errors):.3g}"
+    )
+    return facts

@@ -8,7 +8,9 @@ from glassformer.commands.arguments import (
     HUB_ID_HELP,
     add_decode_weights_flag,
     add_generation_flags,
+    add_quantize_flag,
     chosen_generation_options,
+    quantize_weights,
     use_decode_weights,
 )
 
@@ -30,6 +32,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
     add_decode_weights_flag(parser)
+    add_quantize_flag(parser)
     parser.add_argument("--system", default=None, help="a system message (default: the template's own)")
     add_generation_flags(parser, max_new_tokens=256)  # a reply, not a continuation
     parser.set_defaults(handler=run)
@@ -40,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from glassformer.loading import load
 
     lm = load(args.model, args.dtype)
+    quantize_weights(lm, args.quantize, print)
     use_decode_weights(lm, args.decode_weights, print)
     chat_loop(lm, system=args.system, **chosen_generation_options(args))
     return 0

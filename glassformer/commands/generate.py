@@ -9,7 +9,9 @@ from glassformer.commands.arguments import (
     HUB_ID_HELP,
     add_decode_weights_flag,
     add_generation_flags,
+    add_quantize_flag,
     chosen_generation_options,
+    quantize_weights,
     use_decode_weights,
 )
 
@@ -31,6 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_generation_flags(parser, max_new_tokens=300)
     parser.add_argument("--dtype", choices=list(DTYPES), default="float32", help=DTYPE_HELP)
     add_decode_weights_flag(parser)
+    add_quantize_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -40,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     lm = load(args.model, args.dtype)
     if lm.tokenizer is None:
         raise ValueError(f"{args.model} has no tokenizer, so it cannot generate from text")
+    quantize_weights(lm, args.quantize, lambda line: print(line, file=sys.stderr))
     use_decode_weights(lm, args.decode_weights, lambda line: print(line, file=sys.stderr))
     sys.stdout.write(args.prompt)
     for piece in lm.stream(args.prompt, **chosen_generation_options(args)):

@@ -1,4 +1,9 @@
-"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--token T] [--class] [--no-browser]``.
+"""``glassformer workshop [MODEL ...] [--port 8765] [--host 127.0.0.1] [--token T] [--class] [--quantize KIND]
+[--no-browser]``.
+
+With ``--quantize q8_0`` (or q4_0, q4_1) each model is quantized as it is loaded
+(`glassformer.quantized_model`): the walk is the quantized model's forward pass, and the page
+shows each matrix's blocks and their errors.
 
 With ``--class`` a class runs on this server (`glassformer.workshop.classroom`): besides its
 usual lines the command prints the teacher's link (``teacher: ``, a login link that works once)
@@ -15,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from glassformer.commands.arguments import HUB_ID_HELP
+from glassformer.commands.arguments import HUB_ID_HELP, add_quantize_flag, quantize_weights
 from glassformer.commands.runs import RUNS_ROOT
 
 DEFAULT_MODELS = ("smollm2-135m-instruct", "minilm-l6")
@@ -68,6 +73,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "machines (each started with the same --token and --class) behind one address teach one "
         "class: the teacher's changes, the students' link, the counts, the poll and the computed "
         "answers travel through it. Checked at start",
+    )
+    add_quantize_flag(
+        parser, where=": the page shows it, matrix by matrix, and names the model 'NAME · Q8_0'"
     )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.set_defaults(handler=run)
@@ -127,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             )
         reach(broadcast)
     models = load_models(args.models)
+    kind = getattr(args, "quantize", None)
+    quantized = {name: quantize_weights(lm, kind, print) for name, lm in models.items()} if kind else {}
     token = checked_token(args.token if args.token is not None else os.environ.get(TOKEN_VARIABLE))
     hosts = served_hosts(args.host)
     if args.host not in LOOPBACK:
@@ -141,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         hosts=hosts,
         classroom=classroom,
         broadcast=broadcast,
+        quantized=quantized,
     )
     name = "127.0.0.1" if args.host in EVERY_INTERFACE else args.host
     address = _address(name, args.port)

@@ -8,6 +8,11 @@ GET  /api/costs        ?model=&seq_len=&batch=&dtype= -> what the model costs: p
                        memory (`glassformer.inspect.cost_report.costs`)
 GET  /api/samples      ?model= -> the held-out digits a vision model can read, for the page's
                        picker: {count, images (packed n C H W), labels, source} (`images.py`)
+GET  /api/quantization ?model=[&matrix=[&row=&block=]] -> a model quantized as it was loaded
+                       (``--quantize``): its kind, bytes and each matrix's errors
+                       (`model_quantization.model_summary`); with ``matrix`` (``blocks.3.ffn.up_proj``), that
+                       matrix's errors block by block, its worst blocks and a window of its
+                       weights (`model_quantization.matrix_view`, bounded whatever its size)
 POST /api/lab/open     {run} -> {model: "runs/NAME"}: a run under the lab's runs root, loaded
                        as one more model (its latest checkpoint), to walk or compare
 GET  /api/queue        {ahead, queued}: how many requests go before this page's next turn of the
@@ -29,7 +34,14 @@ from glassformer.sampling import SAMPLING_DEFAULTS
 from glassformer.workshop.door.budget import watch
 from glassformer.workshop.door.fair_queue import client_of
 from glassformer.workshop.door.http import RequestError, answer, read_query, read_request
-from glassformer.workshop.door.request_types import CostsQuery, NoQuery, RunRequest, SamplesQuery
+from glassformer.workshop.door.request_types import (
+    CostsQuery,
+    NoQuery,
+    QuantizationQuery,
+    RunRequest,
+    SamplesQuery,
+)
+from glassformer.workshop.model_quantization import matrix_view, model_summary
 from glassformer.workshop.model_work import Workshop
 from glassformer.workshop.reading.attention_change import origin
 from glassformer.workshop.walk.architecture import model_entry
@@ -41,7 +53,10 @@ def model_routes(workshop: Workshop) -> list[Route]:
     models, origins = workshop.models, workshop.origins
 
     async def list_models(request: Request) -> JSONResponse:
-        described = [model_entry(name, lm, origins.get(name)) for name, lm in models.items()]
+        quantized = workshop.quantized
+        described = [
+            model_entry(name, lm, origins.get(name), quantized.get(name)) for name, lm in models.items()
+        ]
         # never the token (`teach.py` shows it to a person); the library's sampling defaults for the form;
         # whether a class runs here (`classroom/`: the page then asks for its state)
         classroom = getattr(request.app.state, "classroom", None) is not None
@@ -65,6 +80,27 @@ def model_routes(workshop: Workshop) -> list[Route]:
         query = read_query(request, SamplesQuery)
         config = workshop.model(query.model).config
         return await answer(anyio.to_thread.run_sync(held_out_samples, config))  # read once, then cached
+
+    async def quantization(request: Request) -> JSONResponse:
+        """A quantized model's numbers, or one matrix's view (`model_quantization.py`)."""
+        query = read_query(request, QuantizationQuery)
+        lm = workshop.model(query.model)
+        facts = workshop.quantized.get(query.model)
+        if facts is None:
+            raise RequestError(
+                f"the model {query.model!r} is not quantized here: its weights are its own float32 ones "
+                "(start the workshop with --quantize q8_0, q4_0 or q4_1 to see a quantized model's errors)"
+            )
+        if query.matrix is None:
+            if query.row is not None or query.block is not None:
+                raise RequestError("row and block choose a window of one matrix: name the matrix too")
+            return JSONResponse(model_summary(facts))
+        if (query.row is None) != (query.block is None):
+            raise RequestError(
+                "give both row and block (the window's block), or neither (the largest error's)"
+            )
+        view = functools.partial(matrix_view, facts, lm.net, query.matrix, query.row, query.block)
+        return await answer(anyio.to_thread.run_sync(view))
 
     async def open_run(request: Request) -> JSONResponse:
         """A run of the lab's runs root, loaded as one more model (by name: never a path)."""
@@ -91,6 +127,7 @@ def model_routes(workshop: Workshop) -> list[Route]:
         Route("/api/models", list_models),
         Route("/api/costs", model_costs),
         Route("/api/samples", samples),
+        Route("/api/quantization", quantization),
         Route("/api/lab/open", open_run, methods=["POST"]),
         Route("/api/queue", queue),
     ]

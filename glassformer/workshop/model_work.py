@@ -62,12 +62,14 @@ from glassformer.workshop.walk.pass_input import PassInput, read_pass
 class Workshop:
     """``models`` ({name: LanguageModel}, the lab's runs added as they open); ``origins``
     ({fine-tuned model: the model it was fine-tuned from}); ``lab``, the training lab;
-    ``cache_bytes``, how many bytes of answers the shared work keeps."""
+    ``cache_bytes``, how many bytes of answers the shared work keeps; ``quantized``: {model:
+    its `quantized_model.Quantization`}, for the models quantized as they were loaded."""
 
     models: dict[str, Any]
     origins: dict[str, str]
     lab: Lab
     cache_bytes: int = DEFAULT_LIMIT_BYTES
+    quantized: dict[str, Any] = field(default_factory=dict)
     queue: FairQueue = field(default_factory=FairQueue)  # whose model work goes next
     running: set[WorkBudget] = field(
         default_factory=set

@@ -3,8 +3,9 @@ one route module per area:
 
     `page_routes.py`      GET /, /static/..., /teach, /views/{view}: the page, its files, the
                           teaching link, a notebook view
-    `model_routes.py`     GET /api/models, /api/costs, /api/samples; POST /api/lab/open: the
-                          models held, what one costs, a vision model's held-out digits, a lab
+    `model_routes.py`     GET /api/models, /api/costs, /api/samples, /api/quantization; POST
+                          /api/lab/open: the models held, what one costs, a vision model's
+                          held-out digits, a quantized model's errors block by block, a lab
                           run opened as one more model
     `walk_routes.py`      POST /api/walk, /api/stage, /api/lens: one forward pass as the page
                           draws it
@@ -69,6 +70,7 @@ def create_app(
     classroom: bool = False,
     cache_bytes: int = DEFAULT_LIMIT_BYTES,
     broadcast: str | None = None,
+    quantized: dict[str, Any] | None = None,
 ) -> Starlette:
     """The app serving ``models`` ({name: LanguageModel}); its training lab keeps its runs
     under ``runs_root``. ``origins``: {fine-tuned model: the model it was fine-tuned from},
@@ -80,13 +82,20 @@ def create_app(
     how many bytes of answers the shared work keeps (`shared_work.py`). ``broadcast``: the
     Redis (``redis://host:port``) through which several workers, each made with the same
     ``token`` and a class, teach one class and share their answers (`classroom/broadcast.py`);
-    reached now (a ValueError if it cannot be), listened to while the app runs (its lifespan)."""
+    reached now (a ValueError if it cannot be), listened to while the app runs (its lifespan).
+    ``quantized``: {name: `quantized_model.Quantization`} of the models quantized in place
+    (``--quantize``): each block's error, served by /api/quantization, and their labels."""
     if not models:
         raise ValueError("the workshop needs at least one model")
     if broadcast is not None and not classroom:
         raise ValueError("--broadcast shares a class between workers: start each worker with --class too")
     token = new_token() if token is None else token
-    workshop = Workshop(models, dict(origins or {}), Lab(runs_root), cache_bytes=cache_bytes)
+    unknown = set(quantized or {}) - set(models)
+    if unknown:
+        raise ValueError(f"quantized models the workshop does not hold: {', '.join(sorted(unknown))}")
+    workshop = Workshop(
+        models, dict(origins or {}), Lab(runs_root), cache_bytes=cache_bytes, quantized=dict(quantized or {})
+    )
     room = Classroom(list(models)) if classroom else None
     board = broadcast_for(broadcast, token)
     if room is not None:

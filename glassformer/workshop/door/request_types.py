@@ -208,6 +208,16 @@ class SamplesQuery(Query):
     model: Name
 
 
+class QuantizationQuery(Query):
+    """A quantized model's numbers; with ``matrix``, that matrix's view (`model_quantization.py`),
+    its window at block ``block`` of row ``row`` (both, or neither: the block of largest error)."""
+
+    model: Name
+    matrix: Name | None = None
+    row: Index | None = None
+    block: Index | None = None
+
+
 class EventsQuery(Query):
     run: Annotated[str, StringConstraints(max_length=100)] = ""
 

@@ -14,8 +14,9 @@ method and path, is in one of two columns.
   and revealed.
 - `EVERYONE`: what reads a model or follows the class: the page and its files, the walk, a
   stage, the lens, tokens, similarity, explanations, attention change, generation, the
-  notebook views, models, costs, samples, the lab's page and its events, the lessons' pages
-  and sources, the class's state and events, the poll read and a guess in it.
+  notebook views, models, costs, samples, a quantized model's errors, the lab's page and its
+  events, the lessons' pages and sources, the class's state and events, the poll read and a
+  guess in it.
 
 A request a student makes that is in no row is refused as a teacher's route is: a route added
 later is closed to students until it is put in a column (`tests/test_workshop_rights.py`
@@ -44,6 +45,7 @@ RIGHTS: dict[str, str] = {
     "GET /api/models": EVERYONE,
     "GET /api/costs": EVERYONE,
     "GET /api/samples": EVERYONE,
+    "GET /api/quantization": EVERYONE,
     "GET /api/queue": EVERYONE,
     "POST /api/walk": EVERYONE,
     "POST /api/stage": EVERYONE,

@@ -237,11 +237,21 @@ def _stage(id_: str, group: str, trace: str | None, kind: str, ctx: Context, sta
     return {"id": id_, "group": group, "trace": trace, **where, **describe(kind, ctx)}
 
 
-def model_entry(name: str, lm, fine_tuned_from: str | None = None) -> dict[str, Any]:
-    """What `/api/models` says of the model ``name``: its sizes, its architecture, its stages."""
+def model_entry(name: str, lm, fine_tuned_from: str | None = None, quantization=None) -> dict[str, Any]:
+    """What `/api/models` says of the model ``name``: its label, its sizes, its architecture, its
+    stages; ``quantization`` (a `quantized_model.Quantization`): its kind, in the label too."""
     config = lm.config
+    quantized = None
+    if quantization is not None:
+        quantized = {
+            "kind": quantization.kind,
+            "label": quantization.label,
+            "bits": quantization.bits_per_weight,
+        }
     return {
         "name": name,
+        "label": name if quantization is None else quantization.model_label(name),
+        "quantization": quantized,
         "fine_tuned_from": fine_tuned_from,
         "parameters": lm.net.num_parameters(),
         "max_seq_len": config.max_seq_len,

@@ -11,6 +11,7 @@ import { bindImageSource, chooseImage, imageShape } from "./image/image_source.j
 import { drawCompare, drawLens, loadLens } from "./panels/lens_compare.js";
 import { messageShown, setStatus, showMessage } from "./core/page_status.js";
 import * as panels from "./panels/page_panels.js";
+import { drawQuantization } from "./panels/quantization.js";
 import { namedTokens } from "./image/patch_tokens.js";
 import { blankImage } from "./image/pixels.js";
 import { inputKey, queryString, readSettings, state, walkRequest, writeSettings } from "./core/state.js";
@@ -50,6 +51,7 @@ const PANELS = [
   { keys: ["pass", "level"], draw: () => panels.drawGenerate(walkGenerated) },
   { keys: ["pass", "level"], draw: panels.drawExplain },
   { keys: ["pass", "level"], draw: panels.drawChange },
+  { keys: ["pass", "stage"], draw: drawQuantization },
 ];
 for (const panel of PANELS) {
   state.subscribe(panel.keys, () => {

@@ -64,12 +64,12 @@ export function bindControls(form, handlers) {
   }
 
   return {
-    /** Fill the model list: "name — decoder, 30 blocks, 135M parameters". */
+    /** Fill the model list: "label (decoder, 30 blocks, 135M)", the label the server's (a quantized model's "name · Q8_0"). */
     setModels(models, selected) {
       model.replaceChildren(
         ...models.map((m) => {
           const blocks = m.architecture.stacks.reduce((n, s) => n + s.layers, 0);
-          const label = `${m.name} (${m.architecture.family.replace("_", "-")}, ${blocks} blocks, ${count(m.parameters)})`;
+          const label = `${m.label} (${m.architecture.family.replace("_", "-")}, ${blocks} blocks, ${count(m.parameters)})`;
           return el("option", { value: m.name, selected: m.name === selected }, label);
         }),
       );
