@@ -25,8 +25,10 @@ matrix, quantized once, as llama.cpp quantizes ``token_embd``: the lookup then r
 quantized rows too. A router (a mixture of experts' gate) stays float32, as llama.cpp keeps
 ``ffn_gate_inp``; so does a matrix whose rows are no multiple of 32, named with the reason.
 
-Weights already on a grid come back as they were: the registry's SmolLM2 is read from a Q4_1
-file, so ``quantize_model(net, "q4_1")`` changes no weight of it (every error 0).
+Weights already on a grid come back as they were. The registry's SmolLM2 is read from a
+"mostly Q4_1" file: ``quantize_model(net, "q4_1")`` leaves each of its 150 block matrices as it
+is (every error 0) and moves only the tied head, which the file stores as Q8_0 (``token_embd``),
+the one matrix ``"q8_0"`` leaves as it is.
 
 >>> import glassformer as gf
 >>> net = gf.build(gf.ModelConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, d_ff=64))

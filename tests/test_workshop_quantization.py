@@ -33,7 +33,10 @@ def models():
     quantized, plain = char_lm(positions="rope", norm="rmsnorm", activation="swiglu"), char_lm()
     before = quantized.net.stack.blocks[0].ffn.up_proj.weight.detach().clone()
     facts = quantize_model(quantized.net, "q4_0")
-    return {"tiny": quantized, "plain": plain}, {"tiny": facts}, before
+    grid = char_lm()  # already on Q4_1 grids, as the registry's SmolLM2's blocks are
+    quantize_model(grid.net, "q4_1")
+    on_grid = quantize_model(grid.net, "q4_1")
+    return {"tiny": quantized, "plain": plain, "grid": grid}, {"tiny": facts, "grid": on_grid}, before
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +188,12 @@ def test_the_page_shows_a_quantized_model_s_blocks(browser, models, tmp_path):
         page.locator("#quant-panel").screenshot(path=str(narrow))
         keep_screenshot(narrow)
         page.set_viewport_size({"width": 1280, "height": 800})
+        workshop.open(model="grid", text="今天")  # nothing moved: said, with one block as the example
+        wait_until(page, "document.querySelector('#quant-matrix .quant-worst') !== null")
+        words = page.locator("#quant").inner_text()
+        assert "Not one weight moved: its weights were already on Q4_1 grids" in words
+        assert page.locator("#quant-matrix .quant-worst li").count() == 1 and "did not move at all" in words
+        assert page.locator("#quant-matrix .quant-errors").count() == 0
         workshop.open(model="plain", text="the cat")
         assert page.locator("#quant-panel").is_hidden()
         workshop.close()

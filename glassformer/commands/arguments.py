@@ -116,8 +116,9 @@ def add_quantize_flag(parser: argparse.ArgumentParser, where: str = "") -> None:
         "llama.cpp blocks (a scale per 32 weights of a row; q8_0, q4_0, q4_1: 8.5, 4.5, 5 bits a "
         "weight), so the model runs as that quantized model does. The weights stay float32 numbers "
         f"on the blocks' grid, and each block's error is kept{where} (glassformer.quantized_model). "
-        "A model read from a Q4_1 GGUF file (the registry's SmolLM2) is already on the q4_1 grid: "
-        "q4_1 changes none of its weights. Default: the weights as loaded",
+        "A model read from a GGUF file is already on its file's grids: q4_1 leaves the registry's "
+        "SmolLM2's block matrices as they are (its token table, stored as Q8_0, moves). Default: the "
+        "weights as loaded",
     )
 
 

@@ -62,7 +62,8 @@ def matrix_view(
         raise ValueError(f"the model's {name} is not the matrix that was quantized")
     out, inner = matrix.shape
     n = inner // BLOCK
-    worst_row, worst_block = divmod(int(matrix.max_error.argmax()), n)
+    worst = _worst(matrix.max_error)
+    worst_row, worst_block = worst[0]  # the window opens on the first block listed
     row = worst_row if row is None else _within(row, out, "row", f"{out} rows")
     block = worst_block if block is None else _within(block, n, "block", f"{n} blocks of {BLOCK} a row")
     values = weight.detach().to("cpu", torch.float32).view(out, n, BLOCK)  # out n 32
@@ -77,7 +78,7 @@ def matrix_view(
         "bytes_before": 4 * matrix.weights,
         "bytes_after": matrix.weights * facts.bits_per_weight / 8,
         "errors": {**pack_unit(errors / (scale * 255)), "scale": scale, "pool": pool},
-        "worst": [_block_facts(matrix, values, r, b) for r, b in _worst(matrix.max_error)],
+        "worst": [_block_facts(matrix, values, r, b) for r, b in worst],
         "window": _window(matrix, values, row, block),
     }
 

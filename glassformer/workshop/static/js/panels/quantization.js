@@ -42,16 +42,18 @@ export function stepMatrices(stage, matrices) {
 }
 
 function header(summary, model) {
-  const allExact = summary.matrices.every((m) => m.max_error === 0);
+  const exact = summary.matrices.filter((m) => m.max_error === 0);
+  const all = exact.length === summary.matrices.length;
+  const which = exact.length === 1 ? `${exact[0].name} did not move` : `${exact.length} of ${summary.matrices.length} matrices did not move`;
   const skipped = Object.entries(summary.skipped);
   return el("div", { class: "quant-header" },
     el("p", {}, `${model} runs here as ${summary.label}: ${summary.matrices.length} matrices of its blocks and head, `,
       `${bytes(summary.bytes_before)} as float32, ${bytes(summary.bytes_after)} as ${summary.label} `,
       `(${summary.bits_per_weight} bits a weight). Every number in the walk is this quantized model's.`),
     el("p", {}, kindWords(summary.kind, summary.block)),
-    allExact
-      ? el("p", { class: "quant-exact" }, `Not one weight moved: this model's weights were already on ${summary.label} grids `,
-        "(it was read from a file of such blocks), so quantizing them again gives back the same blocks. Another kind would move them.")
+    exact.length
+      ? el("p", { class: "quant-exact" }, `${all ? "Not one weight moved" : which}: ${all || exact.length === 1 ? "its weights were" : "theirs were"} already on ${summary.label} grids, `,
+        "each weight a whole number of its block's step (the model was read from a file of such blocks), so quantizing them again gives back the same blocks.")
       : null,
     skipped.length ? el("p", { class: "hint" }, `Kept in float32: ${skipped.map(([name, why]) => `${name} (${why})`).join("; ")}.`) : null);
 }

@@ -38,7 +38,7 @@ export function blockWords(kind, b) {
   const where = `Row ${b.row}, weights ${b.columns[0]}–${b.columns[1]} (block ${b.block}):`;
   const moved = b.max_error === 0
     ? "its weights did not move at all: they were already whole numbers of that step (a model read from such a file)."
-    : `its weights moved by at most ${small(b.max_error)} (RMS ${small(b.rms_error)}); the stated bound is ${small(b.bound)}.`;
+    : `its weights moved by at most ${small(b.max_error, 3)} (RMS ${small(b.rms_error)}); the stated bound is ${small(b.bound, 3)}.`;
   if (kind === "q4_1") {
     return `${where} its weights run from ${small(b.low)} to ${small(b.high)}, so its step is ${small(b.step)} above m = ${small(b.minimum)}; ${moved}`;
   }
@@ -117,20 +117,25 @@ export function renderMatrixView(container, view, onPick) {
   const tied = m.tied_to ? ` It is also the token table (${m.tied_to}): the lookup reads these rows too, as llama.cpp's token_embd.` : "";
   const total = m.max_error === 0
     ? `Not one weight moved: every block was already on this ${view.label} grid.`
-    : `Its weights moved by at most ${small(m.max_error)} (RMS ${small(m.rms_error)}); every block's bound holds (largest bound ${small(m.bound)}).`;
+    : `Its weights moved by at most ${small(m.max_error, 3)} (RMS ${small(m.rms_error)}); every block's bound holds (largest bound ${small(m.bound, 3)}).`;
   const facts = el("p", { class: "quant-facts" },
     `${m.name}: ${m.shape[0]} × ${m.shape[1]} = ${count(m.weights)} weights in ${count(blocks)} blocks, `,
     `${bytes(view.bytes_before)} as float32, ${bytes(view.bytes_after)} as ${view.label}. ${total}${tied}`);
-  const worst = el("ol", { class: "quant-worst" }, view.worst.map((b) => el("li", {},
+  const exact = m.max_error === 0; // every block already on the grid: one example says it all, no map of zeros
+  const listed = exact ? view.worst.slice(0, 1) : view.worst;
+  const worst = el("ol", { class: "quant-worst" }, listed.map((b) => el("li", {},
     el("button", { type: "button", class: "quant-look", onclick: () => onPick(b.row, b.block) }, "look"), " ", blockWords(view.kind, b))));
   const [wr, wb] = view.window.chosen;
+  const map = exact
+    ? [el("p", { class: "hint" }, "Every block's largest error is 0: there is no error to map.")]
+    : [el("h3", {}, "Every block's largest error"),
+      el("p", { class: "hint" }, `Each cell is a block of 32 weights of a row (or the largest of the blocks it stands for); the darkest, ${small(m.max_error, 3)}. Click one to see its weights.`),
+      errorMap(view, onPick)];
   container.replaceChildren(
     facts,
-    el("h3", {}, "The largest errors, block by block"),
+    el("h3", {}, exact ? "A block, for example" : "The largest errors, block by block"),
     worst,
-    el("h3", {}, "Every block's largest error"),
-    el("p", { class: "hint" }, "Each cell is a block of 32 weights of a row (or the largest of the blocks it stands for). Click one to see its weights."),
-    errorMap(view, onPick),
+    ...map,
     el("h3", {}, `The weights the model now multiplies by, around row ${wr}, block ${wb}`),
     el("p", { class: "hint" }, "Point at a weight: it is a whole number of its block's steps. Every 32 columns a new block, a new step."),
     weightWindow(view),
