@@ -42,6 +42,9 @@ import torch
 
 BLOCK = 32  # weights per block
 KINDS = {"q8_0": 34, "q4_0": 18, "q4_1": 20}  # bytes per block as GGUF stores them
+# the output head's (and a tied token table's) kind beside each: Q8_0 beside the 4-bit kinds, as
+# llama.cpp's quantizer keeps the output matrix finer (the registry's Q4_1 SmolLM2 has a Q8_0 head)
+HEAD_KIND = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_1": "q8_0"}
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def _blocks(kind: str):
 
 
 QUANTIZED = {"int8": fast_int8.Int8Product, **{kind: _blocks(kind) for kind in block_quant.KINDS}}
-HEAD = {"int8": "int8", "q8_0": "q8_0", "q4_0": "q8_0", "q4_1": "q8_0"}  # the head's kind beside each
+HEAD = {"int8": "int8", **block_quant.HEAD_KIND}  # the head's kind beside each
 WEIGHTS = ("float32", *QUANTIZED)
 _STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> its DecodeStep
 _CHOSEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # net -> the weights asked for

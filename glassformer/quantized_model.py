@@ -20,15 +20,16 @@ learner asks about are kept first, per block (out x in/32 each, float32):
                 Q4_1  d / 2 + 15 |d - d16| + |m - m16|
 
 and the bytes: 4 per weight in float32, and llama.cpp's 34, 18 or 20 bytes per block of 32
-(8.5, 4.5, 5 bits a weight). A head tied to the token table (``tie_embeddings``) is one
-matrix, quantized once, as llama.cpp quantizes ``token_embd``: the lookup then reads the
-quantized rows too. A router (a mixture of experts' gate) stays float32, as llama.cpp keeps
-``ffn_gate_inp``; so does a matrix whose rows are no multiple of 32, named with the reason.
+(8.5, 4.5, 5 bits a weight). The output head is kept at Q8_0 beside the 4-bit kinds
+(`block_quant.HEAD_KIND`, as llama.cpp's quantizer and the decode step keep it). A head tied to
+the token table (``tie_embeddings``) is one matrix, quantized once, as llama.cpp quantizes
+``token_embd``: the lookup then reads the quantized rows too. A router (a mixture of experts'
+gate) stays float32, as llama.cpp keeps ``ffn_gate_inp``; so does a matrix whose rows are no
+multiple of 32, named with the reason.
 
 Weights already on a grid come back as they were. The registry's SmolLM2 is read from a
-"mostly Q4_1" file: ``quantize_model(net, "q4_1")`` leaves each of its 150 block matrices as it
-is (every error 0) and moves only the tied head, which the file stores as Q8_0 (``token_embd``),
-the one matrix ``"q8_0"`` leaves as it is.
+"mostly Q4_1" file, its tied head Q8_0: ``quantize_model(net, "q4_1")`` leaves every matrix as it
+is (every error 0), and ``"q8_0"`` moves its 150 block matrices and leaves the head.
 
 >>> import glassformer as gf
 >>> net = gf.build(gf.ModelConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=2, d_ff=64))
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from glassformer.block_quant import BLOCK, KINDS, quantize
+from glassformer.block_quant import BLOCK, HEAD_KIND, KINDS, quantize
 
 HEADS = ("lm_head", "mlm_head")  # the output heads' module names (their Linears are quantized)
 ROUTERS = ("router", "shared_expert_gate")  # a mixture's gates: kept in float32, as llama.cpp keeps them
@@ -60,9 +61,11 @@ class MatrixQuantization:
     """One matrix's blocks: its ``name`` (the module path, a stack's ``stack.`` left out: the trace
     contract's ``blocks.3.ffn.up_proj``), ``shape`` (out, in), and per block (out x in/32, float32):
     ``max_error``, ``rms_error``, ``bound``, ``steps`` (d16) and ``minimums`` (Q4_1's m16, else
-    zeros). ``tied_to``: the other module whose weight this is (a tied head's token table)."""
+    zeros). ``kind``: its blocks' format; ``tied_to``: the other module whose weight this is (a
+    tied head's token table)."""
 
     name: str
+    kind: str
     shape: tuple[int, int]
     max_error: torch.Tensor  # out n
     rms_error: torch.Tensor  # out n
@@ -79,6 +82,7 @@ class MatrixQuantization:
         """The matrix in a few numbers: its shape, its largest and RMS error, its largest bound."""
         return {
             "name": self.name,
+            "kind": self.kind,
             "shape": list(self.shape),
             "tied_to": self.tied_to,
             "max_error": float(self.max_error.max()),
@@ -89,8 +93,8 @@ class MatrixQuantization:
 
 @dataclass(frozen=True)
 class Quantization:
-    """What `quantize_model` did: the ``kind``, each matrix quantized, and those it left in
-    float32 (``skipped``: {name: why})."""
+    """What `quantize_model` did: the ``kind`` asked for (a head's may be `HEAD_KIND`'s), each
+    matrix quantized, and those it left in float32 (``skipped``: {name: why})."""
 
     kind: str
     matrices: tuple[MatrixQuantization, ...]
@@ -107,7 +111,8 @@ class Quantization:
 
     @property
     def bits_per_weight(self) -> float:
-        return KINDS[self.kind] * 8 / BLOCK
+        """Bits a weight over every matrix quantized (a head of another kind included)."""
+        return self.bytes_after * 8 / sum(m.weights for m in self.matrices)
 
     @property
     def bytes_before(self) -> int:
@@ -117,7 +122,7 @@ class Quantization:
     @property
     def bytes_after(self) -> int:
         """The same matrices' bytes as llama.cpp stores the blocks."""
-        return sum(m.weights // BLOCK * KINDS[self.kind] for m in self.matrices)
+        return sum(m.weights // BLOCK * KINDS[m.kind] for m in self.matrices)
 
     def matrix(self, name: str) -> MatrixQuantization:
         """The matrix ``name``; a KeyError naming the matrices there are."""
@@ -169,7 +174,8 @@ def quantize_model(net: nn.Module, kind: str) -> Quantization:
             skipped[name] = f"rows of {weight.shape[1]} weights, not a multiple of {BLOCK}"
             continue
         tied = [_short(p) for p in owners.get(id(weight), []) if p != path]
-        matrices.append(_quantize_matrix(name, weight, kind, tied[0] if tied else None))
+        own = HEAD_KIND[kind] if path.split(".")[0] in HEADS else kind
+        matrices.append(_quantize_matrix(name, weight, own, tied[0] if tied else None))
     if not matrices:
         raise ValueError(
             f"nothing to quantize: no block or head matrix of this model has rows of a multiple of {BLOCK}"
@@ -189,6 +195,7 @@ def _quantize_matrix(name: str, weight: torch.Tensor, kind: str, tied_to: str | 
     weight.copy_(restored.to(weight.dtype))  # in place: ties, hooks and the state dict kept
     return MatrixQuantization(
         name=name,
+        kind=kind,
         shape=(out, inner),
         max_error=error.abs().amax(dim=-1),
         rms_error=error.square().mean(dim=-1).sqrt(),

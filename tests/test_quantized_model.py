@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import glassformer as gf
-from glassformer.block_quant import BLOCK, quantize
+from glassformer.block_quant import BLOCK, HEAD_KIND, quantize
 from glassformer.quantized_model import check_kind, quantize_model
 from tests.conftest import tiny_model
 
@@ -40,7 +40,7 @@ def test_each_weight_becomes_its_block_s_value_and_the_error_is_kept(kind):
     for matrix in facts.matrices:
         key = "stack.embed.token.weight" if matrix.name == "lm_head" else f"stack.{matrix.name}.weight"
         original, now = before[key], dict(net.named_parameters())[key].detach()
-        assert torch.equal(now, quantize(original, kind).dequantized())
+        assert torch.equal(now, quantize(original, matrix.kind).dequantized())
         out, inner = matrix.shape
         error = (original - now).view(out, inner // BLOCK, BLOCK)
         assert torch.equal(matrix.max_error, error.abs().amax(-1))
@@ -62,11 +62,13 @@ def test_the_tied_head_is_quantized_once_and_the_lookup_reads_it():
 
 
 def test_q4_1_of_weights_on_a_q4_1_grid_changes_nothing():
-    """The registry's SmolLM2 is read from a Q4_1 file: its weights already lie on Q4_1 grids."""
+    """The registry's SmolLM2 is read from a Q4_1 file: its weights already lie on Q4_1 grids, its
+    tied head on a Q8_0 one (the head's kind beside Q4_1, HEAD_KIND)."""
     net = decoder()
     with torch.no_grad():
         for weight in (p for p in net.parameters() if p.dim() == 2 and p.shape[1] % BLOCK == 0):
-            weight.copy_(quantize(weight, "q4_1").dequantized())
+            kind = HEAD_KIND["q4_1"] if weight is net.lm_head.weight else "q4_1"
+            weight.copy_(quantize(weight, kind).dequantized())
     before = [p.detach().clone() for p in net.parameters()]
     facts = quantize_model(net, "q4_1")
     assert all(float(m.max_error.max()) == 0.0 for m in facts.matrices)
@@ -74,18 +76,19 @@ def test_q4_1_of_weights_on_a_q4_1_grid_changes_nothing():
     assert quantize_model(net, "q8_0").summary()["matrices"][0]["max_error"] > 0  # another grid moves them
 
 
-@pytest.mark.parametrize(
-    ("kind", "bits", "block_bytes"), [("q8_0", 8.5, 34), ("q4_0", 4.5, 18), ("q4_1", 5.0, 20)]
-)
-def test_the_totals_count_float32_and_llama_cpp_s_bytes(kind, bits, block_bytes):
+@pytest.mark.parametrize(("kind", "block_bytes"), [("q8_0", 34), ("q4_0", 18), ("q4_1", 20)])
+def test_the_totals_count_float32_and_llama_cpp_s_bytes(kind, block_bytes):
+    """Each block matrix in ``kind``, the head at Q8_0 (34 bytes a block) beside the 4-bit kinds."""
     net = decoder()
     facts = quantize_model(net, kind)
+    assert [m.kind for m in facts.matrices] == [kind] * (len(facts.matrices) - 1) + [HEAD_KIND[kind]]
     weights = sum(m.shape[0] * m.shape[1] for m in facts.matrices)
-    assert facts.bits_per_weight == bits and facts.label == kind.upper()
-    assert facts.bytes_before == 4 * weights
-    assert facts.bytes_after == weights // BLOCK * block_bytes
+    head = facts.matrix("lm_head").weights
+    assert facts.bytes_before == 4 * weights and facts.label == kind.upper()
+    assert facts.bytes_after == (weights - head) // BLOCK * block_bytes + head // BLOCK * 34
+    assert facts.bits_per_weight == facts.bytes_after * 8 / weights
     summary = facts.summary()
-    assert summary["bytes_after"] * 8 == weights * bits and len(summary["matrices"]) == len(facts.matrices)
+    assert summary["bytes_after"] == facts.bytes_after and len(summary["matrices"]) == len(facts.matrices)
 
 
 def test_the_forward_pass_is_the_plain_one_over_the_new_weights():

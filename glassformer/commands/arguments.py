@@ -114,11 +114,11 @@ def add_quantize_flag(parser: argparse.ArgumentParser, where: str = "") -> None:
         default=None,
         help="after loading, replace every block's and the output head's matrix by the values of its "
         "llama.cpp blocks (a scale per 32 weights of a row; q8_0, q4_0, q4_1: 8.5, 4.5, 5 bits a "
-        "weight), so the model runs as that quantized model does. The weights stay float32 numbers "
-        f"on the blocks' grid, and each block's error is kept{where} (glassformer.quantized_model). "
-        "A model read from a GGUF file is already on its file's grids: q4_1 leaves the registry's "
-        "SmolLM2's block matrices as they are (its token table, stored as Q8_0, moves). Default: the "
-        "weights as loaded",
+        "weight; the head at q8_0 beside the 4-bit kinds, as llama.cpp keeps it), so the model runs as "
+        "that quantized model does. The weights stay float32 numbers on the blocks' grid, and each "
+        f"block's error is kept{where} (glassformer.quantized_model). A model read from a GGUF file is "
+        "already on its file's grids: q4_1 leaves the registry's SmolLM2 (Q4_1 blocks, a Q8_0 head) "
+        "as it is. Default: the weights as loaded",
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from glassformer.block_quant import BLOCK
+from glassformer.block_quant import BLOCK, KINDS
 from glassformer.quantized_model import MatrixQuantization, Quantization
 from glassformer.workshop.walk.architecture import name_parts
 from glassformer.workshop.walk.arrays import pack, pack_unit
@@ -71,12 +71,12 @@ def matrix_view(
     errors, pool = _pooled(matrix.max_error)
     return {
         "matrix": {**matrix.summary(), "weights": matrix.weights},
-        "kind": facts.kind,
-        "label": facts.label,
-        "bits_per_weight": facts.bits_per_weight,
+        "kind": matrix.kind,
+        "label": matrix.kind.upper(),
+        "bits_per_weight": KINDS[matrix.kind] * 8 / BLOCK,
         "block": BLOCK,
         "bytes_before": 4 * matrix.weights,
-        "bytes_after": matrix.weights * facts.bits_per_weight / 8,
+        "bytes_after": matrix.weights // BLOCK * KINDS[matrix.kind],
         "errors": {**pack_unit(errors / (scale * 255)), "scale": scale, "pool": pool},
         "worst": [_block_facts(matrix, values, r, b) for r, b in worst],
         "window": _window(matrix, values, row, block),

@@ -46,13 +46,15 @@ function header(summary, model) {
   const all = exact.length === summary.matrices.length;
   const which = exact.length === 1 ? `${exact[0].name} did not move` : `${exact.length} of ${summary.matrices.length} matrices did not move`;
   const skipped = Object.entries(summary.skipped);
+  const others = summary.matrices.filter((m) => m.kind !== summary.kind);  // the head beside a 4-bit kind (block_quant.HEAD_KIND)
+  const head = others.length ? `; ${others.map((m) => m.name).join(", ")} at ${others[0].kind.toUpperCase()}, as llama.cpp keeps the output matrix finer` : "";
   return el("div", { class: "quant-header" },
     el("p", {}, `${model} runs here as ${summary.label}: ${summary.matrices.length} matrices of its blocks and head, `,
       `${bytes(summary.bytes_before)} as float32, ${bytes(summary.bytes_after)} as ${summary.label} `,
-      `(${summary.bits_per_weight} bits a weight). Every number in the walk is this quantized model's.`),
+      `(${summary.bits_per_weight.toFixed(2)} bits a weight${head}). Every number in the walk is this quantized model's.`),
     el("p", {}, kindWords(summary.kind, summary.block)),
     exact.length
-      ? el("p", { class: "quant-exact" }, `${all ? "Not one weight moved" : which}: ${all || exact.length === 1 ? "its weights were" : "theirs were"} already on ${summary.label} grids, `,
+      ? el("p", { class: "quant-exact" }, `${all ? "Not one weight moved" : which}: ${all || exact.length === 1 ? "its weights were" : "theirs were"} already on their blocks' grids, `,
         "each weight a whole number of its block's step (the model was read from a file of such blocks), so quantizing them again gives back the same blocks.")
       : null,
     skipped.length ? el("p", { class: "hint" }, `Kept in float32: ${skipped.map(([name, why]) => `${name} (${why})`).join("; ")}.`) : null);
