@@ -9,7 +9,10 @@ run (fp32 and bf16, the best of a few GEMM shapes).
 The preset has nanoGPT's architecture; ours runs side by side in fp32, in bf16 autocast and
 in the preset's ``dtype = "auto"`` (bf16 only where this CPU runs it faster: measured once,
 `glassformer.train.precision`), so the gain from bf16 and auto's choice can be judged on the
-CPU named in the first line.
+CPU named in the first line. Two more fp32 rows, as a CPU without bf16 trains: ``train.compile``
+(torch.compile of the forward, and so the backward; its compile time is printed apart) and
+AdamW's fused CPU kernel (one kernel for every parameter's update). The MFU column says how
+far any of them could go: at the same FLOPs, x1.5 the baseline needs 1.5 times its MFU.
 ``--full`` also trains both for the whole 2,000 steps and compares validation loss.
 
     python -m benchmarks.train_speed [--rounds 3 --steps 200] [--full]
@@ -33,6 +36,13 @@ from glassformer.train.trainer import Trainer
 
 FP32 = ['train.dtype="float32"']
 BF16 = ['train.dtype="bfloat16"']
+VARIANTS = [  # (label, overrides, fused AdamW)
+    ("ours (fp32)", FP32, False),
+    ("ours (fp32, compiled)", [*FP32, "train.compile=true"], False),
+    ("ours (fp32, fused AdamW)", FP32, True),
+    ("ours (bf16)", BF16, False),
+    ("ours (preset, auto)", [], False),
+]
 
 
 def matmul_peak(dtype: torch.dtype) -> float:
@@ -68,13 +78,16 @@ def main() -> None:
     torch.set_flush_denormal(True)
 
     trainers = {}
-    for label, overrides in [("ours (fp32)", FP32), ("ours (bf16)", BF16), ("ours (preset, auto)", [])]:
+    for label, overrides, fused in VARIANTS:
         run = apply_overrides(load_preset("shakespeare-char"), ["train.tensorboard=false", *overrides])
         prepared = prepare(run, args.data_dir, log=lambda _: None)
-        trainers[label] = prepared.trainer(
-            run,
-            "/tmp/gf-bench-run",
-        )
+        trainers[label] = trainer = prepared.trainer(run, "/tmp/gf-bench-run")
+        for group in trainer.optimizer.param_groups if fused else []:  # torch's fused CPU AdamW
+            group.update(fused=True, foreach=False)
+        start = time.perf_counter()
+        trainer.train_step()  # the first step: a compiled model compiles here
+        if "compiled" in label:
+            print(f"{label}: its first step (the compile) took {time.perf_counter() - start:.1f} s")
     auto = trainers["ours (preset, auto)"]
     print(f"{machine_name(torch.device('cpu'))}, torch {torch.__version__}: {auto.precision.describe()}")
     first = next(iter(trainers.values()))
