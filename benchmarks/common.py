@@ -19,8 +19,9 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
-    """Median times of several functions, run in turn (ABCABC...) so drift hits all alike."""
+def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, list[float]]:
+    """Each function's wall times, run in turn (ABCABC...) after one warm-up each, so drift hits
+    all alike."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
@@ -29,7 +30,12 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int = 7) 
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return times
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
+    """Median times of several functions, run in turn (`interleaved_times`)."""
+    return {name: statistics.median(ts) for name, ts in interleaved_times(fns, repeats).items()}
 
 
 def cpu_name() -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 import glassformer as gf
-from benchmarks.common import cpu_name, interleaved_medians, median_seconds
+from benchmarks.common import cpu_name, interleaved_medians, interleaved_times, median_seconds
 from glassformer import fast_decode
 from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
@@ -143,7 +143,7 @@ def main() -> None:
         decoders[f"ours {kind}"] = functools.partial(lambda net: generate_ids(net, prompt, settings)[0], net)
     decoders.update({f"llama.cpp {kind}": run for kind, (run, _) in llama.items() if run is not None})
     with torch.inference_mode():
-        seconds = interleaved_seconds(decoders, args.rounds)
+        seconds = interleaved_times(decoders, args.rounds)
         texts = {name: decoders[name]() for name in ("ours float32", "ours q4_1", "ours q8_0")}
         hf_text = decoders["HF float32"]()[0, prompt.shape[1] :].tolist()
     print(f"greedy decoding, {n} new tokens ({args.rounds} rounds in turn; median, min-max tok/s):")
@@ -165,19 +165,6 @@ def main() -> None:
     print(f"  the same {n} tokens as HF: ours float32 {texts['ours float32'] == hf_text}")
     quality(lm)
     prefill_and_bound(lm, hf, args.prefill, n / statistics.median(seconds["ours float32"]))
-
-
-def interleaved_seconds(decoders: dict, rounds: int) -> dict[str, list[float]]:
-    """Each decoder's wall times, run in turn (ABCABC...) after one warm-up each."""
-    for run in decoders.values():
-        run()
-    times: dict[str, list[float]] = {name: [] for name in decoders}
-    for _ in range(rounds):
-        for name, run in decoders.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
 def quality(lm: gf.LanguageModel) -> None:
