@@ -123,6 +123,10 @@ def test_the_other_blocks_stop_words_its_chart_as_it_reads(workshop):
             float(n.replace("\u2212", "-")) for n in re.findall(r"\(([\d.]+) → ([\d.]+)\)", caption)[0]
         )
         words = stop.locator(".step-explain").inner_text()
+        assert "the other block does the same" in stop.inner_text()  # two blocks: one other, said so
+        assert (
+            "other 1 blocks" not in stop.inner_text() and "The other block does the same: it reads" in words
+        )
         said = re.search(r"it (grows|shrinks|stays about the same),? from", words)
         expected = (
             "grows" if last > first * 1.02 else "shrinks" if last < first * 0.98 else "stays about the same"

@@ -75,13 +75,19 @@ def tour_words(config: ModelConfig) -> dict[str, str]:
         ),
         "open": "see the numbers",
         "close": "hide the numbers",
-        # the stop of the blocks after the first: {others} of them
+        # the stop of the blocks after the first: {others} of them (a stack of two: one, said so)
         "others_title": "the other {others} blocks do the same",
         "others": (
             "The other {others} blocks do the same: each reads the stream, lets the tokens look at "
             "each other, runs its feed-forward layer, and adds what it found. Their weights differ, "
             "so each block adds something else. {trend} The picture of the whole model above opens "
             "any block."
+        ),
+        "others_title_one": "the other block does the same",
+        "others_one": (
+            "The other block does the same: it reads the stream, lets the tokens look at each other, "
+            "runs its feed-forward layer, and adds what it found. Its weights differ, so it adds "
+            "something else. {trend} The picture of the whole model above opens it."
         ),
         # the chart of the stream's mean length after the embedding and each block: its words
         # follow what it shows, first to last (page: a change under STEADY is "steady")

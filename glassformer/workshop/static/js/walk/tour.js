@@ -161,7 +161,7 @@ function othersWords(stop, payload) {
   const { stack } = stop.blocks[0];
   const others = stop.blocks.length - 1;
   return [
-    el("p", { class: "step-explain" }, fill(payload.tour.others, { others, trend: trendWords(payload, stack) })),
+    el("p", { class: "step-explain" }, fill(others === 1 ? payload.tour.others_one : payload.tour.others, { others, trend: trendWords(payload, stack) })),
     streamNormChart(payload.stages, stack),
   ];
 }
@@ -183,7 +183,7 @@ function stopNotes(stop, payload) {
 }
 
 function stopTitle(stop, words) {
-  if (stop.kind === "others") return fill(words.others_title, { others: stop.blocks.length - 1 });
+  if (stop.kind === "others") return stop.blocks.length === 2 ? words.others_title_one : fill(words.others_title, { others: stop.blocks.length - 1 });
   if (stop.kind === "sample") return words.sample_title;
   const { kind, cross, stack, layer } = stop.stage;
   const block = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : "";
