@@ -58,8 +58,10 @@ class BlockProduct:
         rows = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # n in
         if self.reads_twice:
             rows = torch.cat([rows, rows], dim=-1)  # n 2in
-        y = torch.ops.aten._weight_int4pack_mm_for_cpu(rows, self.packed, BLOCK, self.scales_and_offsets)
-        y = y[:, : self.out_features].float().view(*x.shape[:-1], -1)  # ... out
+        y = torch._weight_int4pack_mm_for_cpu(rows, self.packed, BLOCK, self.scales_and_offsets)  # n out'
+        if y.shape[1] != self.out_features:  # padded rows
+            y = y[:, : self.out_features]
+        y = y.float().view(*x.shape[:-1], -1)  # ... out
         return y + bias if bias is not None else y
 
     def kernel_weights(self) -> torch.Tensor:
