@@ -80,7 +80,9 @@ class TrainConfig:
     dtype: str = "auto"
     device: str = "auto"  # cuda if available, else mps, else cpu (glassformer.train.device)
     checkpoint_activations: bool = False  # each block recomputed in backward: less memory, more time
-    compile: bool = False  # torch.compile the model's forward (and so its backward)
+    # torch.compile the model's forward (and so its backward): true, false, or "auto": compiled only
+    # where that measures faster on this run's own steps (glassformer.train.compile_trial)
+    compile: bool | str = "auto"
     seed: int = 1337
     eval_interval: int = 250
     eval_batches: int = 20
@@ -103,6 +105,11 @@ class TrainConfig:
     distributed_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
+        if not (self.compile is True or self.compile is False or self.compile == "auto"):
+            raise ValueError(
+                f'train.compile={self.compile!r}; allowed values: true, false, "auto" (compiled only where '
+                "it measures faster on the run's own steps: glassformer.train.compile_trial)"
+            )
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("dtype", DTYPES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(

@@ -44,6 +44,7 @@ from glassformer.train import (
     precision,
     scale,
 )
+from glassformer.train.compile_trial import CompileTrial
 from glassformer.train.data import model_input, tokens_in
 from glassformer.train.denormals import flush_denormal
 from glassformer.train.optim import make_optimizer
@@ -97,6 +98,7 @@ class Trainer:
         self.setup_lines += lora_lines + scale.apply(net, run.train.checkpoint_activations, run.train.compile)
         # several processes (torchrun): DDP or FSDP2, each rank a slice of every global batch
         self.parallel = distributed.Parallel(self.net, run.train.parallel)  # one process: nothing
+        self.compile_trial = CompileTrial(self.net, run.train.compile, self.parallel.world)  # "auto": timed
         log = log if self.parallel.is_main else (lambda _: None)  # rank 0 alone speaks and writes
         if run.train.lora_rank and self.parallel.world > 1:  # DCP's shards would hold unmerged weights
             raise ValueError("train.lora_rank > 0 trains in one process; launch it without torchrun")
@@ -257,7 +259,11 @@ class Trainer:
         while self.step < s.steps:
             start = time.perf_counter()
             loss, norm, tokens = self.train_step()
-            window_time += time.perf_counter() - start
+            seconds = time.perf_counter() - start
+            window_time += seconds
+            decided = self.compile_trial.after_step(seconds, s.steps - self.step)
+            if decided:
+                self.log(decided)
             window_loss.append(loss)
             window_tokens += tokens
             tokens_per_s = window_tokens / max(window_time, 1e-9)
