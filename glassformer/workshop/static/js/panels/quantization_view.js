@@ -63,7 +63,7 @@ function errorMap(view, onPick) {
     values, rows, cols,
     rowLabels: Array.from({ length: rows }, (_, r) => String(r * rowSize)),
     colLabels: Array.from({ length: cols }, (_, c) => String(c * blockSize)),
-    rowTitle: "row", colTitle: "block",
+    rowTitle: "row", colTitle: "block", scale: "magnitude",
     maxHeight: MAP_HEIGHT,
     describe: (r, c, v) => `${span("row", r, rowSize, out)}, ${span("block", c, blockSize, blocks)}: largest error ${small(v)}`,
   });

@@ -57,18 +57,18 @@ export function axisLabels(labels, cell, vertical, first = 0, end = labels.lengt
   return { box, byIndex };
 }
 
-/** The colour bar of a map: its scale from end to end, and the range of the values shown. */
+/** The colour bar of a map: its scale from end to end, and the range of the values shown. A
+ * "magnitude" map (values >= 0, as sizes of errors) has the diverging colours' positive half. */
 export function legend(scale, extent, low, high) {
   const canvas = el("canvas", { class: "hm-legend-bar", width: LEGEND_STEPS, height: 1 });
   const context = canvas.getContext("2d");
   const colour = colourScale(scale, extent);
+  const [from, to] = { unit: [0, 1], magnitude: [0, extent] }[scale] ?? [-extent, extent];
   for (let i = 0; i < LEGEND_STEPS; i += 1) {
-    const t = i / (LEGEND_STEPS - 1);
-    context.fillStyle = css(colour(scale === "unit" ? t : -extent + 2 * extent * t));
+    context.fillStyle = css(colour(from + (to - from) * (i / (LEGEND_STEPS - 1))));
     context.fillRect(i, 0, 1, 1);
   }
-  const left = scale === "unit" ? "0" : number(-extent, 3);
-  const right = scale === "unit" ? "1" : number(extent, 3);
+  const [left, right] = scale === "unit" ? ["0", "1"] : [number(from, 3), number(to, 3)];
   return el(
     "div",
     { class: "hm-legend" },
@@ -80,7 +80,7 @@ export function legend(scale, extent, low, high) {
 }
 
 /**
- * options: {values (rows*cols), rows, cols, rowLabels, colLabels, scale: "unit" | "diverging",
+ * options: {values (rows*cols), rows, cols, rowLabels, colLabels, scale: "unit" | "diverging" | "magnitude",
  *           square, rowTitle, colTitle, describe(row, col, value) -> text,
  *           maxWidth, maxHeight: px of cells at most (a teaching slide's room; default 560 x 520)}
  */
