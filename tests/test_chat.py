@@ -108,3 +108,25 @@ def test_int8_decode_weights_are_asked_for_and_the_choice_told(chat_lm, monkeypa
     assert fast_decode.step_for(chat_lm.net).weights == "int8"
     fast_decode.use_weights(chat_lm.net, "float32")  # the module's model as the other tests have it
     fast.disable(chat_lm.net).train()
+
+
+@pytest.mark.parametrize("command", ["generate", "chat"])
+def test_quantize_replaces_the_matrices_by_their_blocks_and_says_so(chat_lm, monkeypatch, capsys, command):
+    import copy
+
+    import torch
+
+    from glassformer.block_quant import quantize
+
+    own = copy.deepcopy(chat_lm)  # quantized in place: the module's model stays as the other tests have it
+    monkeypatch.setattr(glassformer.loading, "load", lambda model, dtype: own)
+    monkeypatch.setattr(glassformer.chat, "chat_loop", lambda lm, **options: None)
+    prompt = ["hi"] if command == "generate" else []  # chat reads its turns from the terminal
+    assert cli.main([command, "tiny", *prompt, "--quantize", "q4_0", "--max-new-tokens", "2"]) == 0
+    told = capsys.readouterr()
+    said = told.out + told.err  # generate says it beside the stream (stderr), chat on its own screen
+    assert "quantized to Q4_0: 5 matrices" in said and "bits a weight" in said
+    up = own.net.output_stack.blocks[0].ffn.up_proj.weight.detach()
+    assert torch.equal(quantize(up, "q4_0").dequantized(), up)  # on Q4_0's grid now
+    head = own.net.lm_head.weight.detach()
+    assert torch.equal(quantize(head, "q8_0").dequantized(), head)  # the head at Q8_0 beside Q4_0

@@ -140,6 +140,6 @@ def quantize_weights(lm: Any, kind: str | None, say: Callable[[str], None]) -> A
     say(
         f"quantized to {facts.label}: {len(facts.matrices)} matrices, "
         f"{facts.bytes_before / 2**20:.1f} MiB in float32 -> {facts.bytes_after / 2**20:.1f} MiB as blocks "
-        f"({facts.bits_per_weight:g} bits a weight); largest change of a weight {max(errors):.3g}"
+        f"({facts.bits_per_weight:.3g} bits a weight); largest change of a weight {max(errors):.3g}"
     )
     return facts
