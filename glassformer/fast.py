@@ -52,13 +52,19 @@ from glassformer.nn.attention import AttentionBackend
 DECODE_ROWS = 8  # at most this many rows (b * t) take the decode product
 
 
+def sharing_parameters(linear: nn.Linear, kind: type[nn.Linear]) -> nn.Linear:
+    """A ``kind`` (nn.Linear or a subclass) over ``linear``'s own Parameter objects, not copies: ties
+    and state dict names kept; a subclass's own attributes are for the caller to set."""
+    shared = kind.__new__(kind)
+    nn.Module.__init__(shared)
+    shared.in_features, shared.out_features = linear.in_features, linear.out_features
+    shared.weight, shared.bias = linear.weight, linear.bias
+    return shared
+
+
 def plain_linear(linear: nn.Linear) -> nn.Linear:
     """An ordinary nn.Linear over ``linear``'s own Parameter objects (a subclass's extras left behind)."""
-    plain = nn.Linear.__new__(nn.Linear)
-    nn.Module.__init__(plain)
-    plain.in_features, plain.out_features = linear.in_features, linear.out_features
-    plain.weight, plain.bias = linear.weight, linear.bias
-    return plain
+    return sharing_parameters(linear, nn.Linear)
 
 
 class DecodeLinear(nn.Linear):
@@ -68,10 +74,7 @@ class DecodeLinear(nn.Linear):
     @classmethod
     def sharing(cls, linear: nn.Linear) -> DecodeLinear:
         """A DecodeLinear over ``linear``'s own Parameter objects (ties and state dict kept)."""
-        fast = cls.__new__(cls)
-        nn.Module.__init__(fast)
-        fast.in_features, fast.out_features = linear.in_features, linear.out_features
-        fast.weight, fast.bias = linear.weight, linear.bias
+        fast = sharing_parameters(linear, cls)
         fast._prepared_weight, fast._prepared_key = None, None
         return fast
 

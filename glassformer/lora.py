@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from glassformer.fast import plain_linear
+from glassformer.fast import plain_linear, sharing_parameters
 from glassformer.formats.hf_peft import PeftLayout, read_adapter, write_adapter
 from glassformer.lm import LanguageModel
 from glassformer.models import TransformerModel
@@ -98,10 +98,7 @@ class LoRALinear(nn.Linear):
     @classmethod
     def over(cls, linear: nn.Linear) -> LoRALinear:
         """A LoRALinear over ``linear``'s own Parameter objects (ties and state dict names kept)."""
-        adapted = cls.__new__(cls)
-        nn.Module.__init__(adapted)
-        adapted.in_features, adapted.out_features = linear.in_features, linear.out_features
-        adapted.weight, adapted.bias = linear.weight, linear.bias
+        adapted = sharing_parameters(linear, cls)
         adapted.adapters = nn.ModuleDict()
         adapted.points = {}  # target -> HookPoint, held in a dict: the part declares the point
         return adapted

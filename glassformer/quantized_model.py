@@ -78,6 +78,11 @@ class MatrixQuantization:
     def weights(self) -> int:
         return self.shape[0] * self.shape[1]
 
+    @property
+    def bytes_after(self) -> int:
+        """Its bytes as llama.cpp stores its blocks."""
+        return self.weights // BLOCK * KINDS[self.kind]
+
     def summary(self) -> dict:
         """The matrix in a few numbers: its shape, its largest and RMS error, its largest bound."""
         return {
@@ -122,7 +127,7 @@ class Quantization:
     @property
     def bytes_after(self) -> int:
         """The same matrices' bytes as llama.cpp stores the blocks."""
-        return sum(m.weights // BLOCK * KINDS[m.kind] for m in self.matrices)
+        return sum(m.bytes_after for m in self.matrices)
 
     def matrix(self, name: str) -> MatrixQuantization:
         """The matrix ``name``; a KeyError naming the matrices there are."""

@@ -41,7 +41,6 @@ class CompileTrial:
     def __init__(self, net: nn.Module, requested: bool | str, processes: int = 1) -> None:
         self.net = net
         self.done = requested != "auto" or processes > 1
-        self.reason = "one process per device could choose otherwise: eager" if processes > 1 else ""
         self.compiled = False
         self.eager_times: list[float] = []
         self.compiled_times: list[float] = []

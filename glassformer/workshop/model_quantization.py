@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from glassformer.block_quant import BLOCK, KINDS
+from glassformer.block_quant import BLOCK
 from glassformer.quantized_model import MatrixQuantization, Quantization
 from glassformer.workshop.walk.architecture import name_parts
 from glassformer.workshop.walk.arrays import pack, pack_unit
@@ -73,10 +73,10 @@ def matrix_view(
         "matrix": {**matrix.summary(), "weights": matrix.weights},
         "kind": matrix.kind,
         "label": matrix.kind.upper(),
-        "bits_per_weight": KINDS[matrix.kind] * 8 / BLOCK,
+        "bits_per_weight": matrix.bytes_after * 8 / matrix.weights,
         "block": BLOCK,
         "bytes_before": 4 * matrix.weights,
-        "bytes_after": matrix.weights // BLOCK * KINDS[matrix.kind],
+        "bytes_after": matrix.bytes_after,
         "errors": {**pack_unit(errors / (scale * 255)), "scale": scale, "pool": pool},
         "worst": [_block_facts(matrix, values, r, b) for r, b in worst],
         "window": _window(matrix, values, row, block),
