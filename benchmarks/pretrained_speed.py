@@ -11,9 +11,8 @@
 * prefill time of a 512-token prompt (ours, HF);
 * the memory-bandwidth bound of float32 decoding (bytes of weights / read bandwidth).
 
-llama.cpp comes from llama-cpp-python, a benchmark-only dependency with no binary wheel on
-PyPI: ``pip install llama-cpp-python`` builds it (CMake and a C++ compiler; about 10 minutes on
-2 cores). Without it, its rows say so and the rest runs.
+llama.cpp comes from llama-cpp-python (`llama_cpp_reference`: ``pip install '.[bench]'``);
+without it, its rows say so and the rest runs.
 
     python -m benchmarks.pretrained_speed [--new-tokens 128 --prefill 512 --rounds 3]
 """
@@ -33,6 +32,7 @@ import torch
 
 import glassformer as gf
 from benchmarks.common import cpu_name, interleaved_medians, interleaved_times, median_seconds
+from benchmarks.llama_cpp_reference import greedy_runner, write_gguf_as
 from glassformer import fast_decode
 from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
@@ -45,55 +45,6 @@ def read_bandwidth_gb_s(megabytes: int = 1024) -> float:
     data = torch.ones(megabytes * 2**20 // 4)
     seconds = median_seconds(lambda: data.sum(), repeats=5)
     return data.numel() * 4 / seconds / 1e9
-
-
-def write_q8_0(source: Path, target: Path) -> None:
-    """``source`` with every quantized tensor re-made as Q8_0 (gguf.quants, llama.cpp's reference
-    quantizer), its metadata copied: the file llama.cpp decodes beside our q8_0."""
-    import gguf
-
-    reader = gguf.GGUFReader(str(source))
-    writer = gguf.GGUFWriter(str(target), arch=str(reader.fields["general.architecture"].contents()))
-    for field in reader.fields.values():
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue
-        sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(field.name, field.contents(), field.types[0], sub_type=sub_type)
-    q8 = gguf.GGMLQuantizationType.Q8_0
-    for tensor in reader.tensors:
-        if tensor.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
-            writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
-            continue
-        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)  # the file's floats
-        writer.add_tensor(tensor.name, gguf.quants.quantize(values, q8), raw_dtype=q8)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
-def llama_cpp_decoder(path: Path, prompt: list[int], n: int):
-    """(a run of ``n`` greedy tokens after ``prompt`` by llama.cpp on ``path``, its load
-    seconds), or (None, why) where llama-cpp-python is missing."""
-    try:
-        import llama_cpp
-    except ImportError:
-        return None, "llama-cpp-python is not installed (pip install llama-cpp-python: it builds llama.cpp)"
-    start = time.perf_counter()
-    llm = llama_cpp.Llama(
-        model_path=str(path), n_threads=torch.get_num_threads(), n_ctx=512, verbose=False, logits_all=False
-    )
-    loaded = time.perf_counter() - start
-
-    def run() -> list[int]:
-        tokens = []
-        for token in llm.generate(prompt, top_k=1, temp=0.0, reset=True):
-            tokens.append(token)
-            if len(tokens) == n:
-                return tokens
-        return tokens
-
-    return run, loaded
 
 
 def main() -> None:
@@ -123,10 +74,8 @@ def main() -> None:
     prompt, n = torch.tensor([prompt_ids]), args.new_tokens
     scratch = tempfile.TemporaryDirectory()
     q8_path = Path(scratch.name) / "SmolLM2-135M-Instruct.Q8_0.gguf"
-    write_q8_0(path, q8_path)
-    llama = {
-        name: llama_cpp_decoder(file, prompt_ids, n) for name, file in (("q4_1", path), ("q8_0", q8_path))
-    }
+    write_gguf_as(path, q8_path, "q8_0")
+    llama = {name: greedy_runner(file) for name, file in (("q4_1", path), ("q8_0", q8_path))}
     loads = [f"ours {ours_load:.2f} s", f"HF {hf_load:.2f} s"]
     loads += [f"llama.cpp {loaded:.2f} s" for run, loaded in [llama["q4_1"]] if run is not None]
     print("load from GGUF: " + ", ".join(loads))
@@ -141,7 +90,9 @@ def main() -> None:
         fast_decode.use_weights(net, kind)
         steps[kind] = fast_decode.step_for(net)  # laid out (and chosen) before the timing
         decoders[f"ours {kind}"] = functools.partial(lambda net: generate_ids(net, prompt, settings)[0], net)
-    decoders.update({f"llama.cpp {kind}": run for kind, (run, _) in llama.items() if run is not None})
+    for kind, (run, _) in llama.items():
+        if run is not None:
+            decoders[f"llama.cpp {kind}"] = functools.partial(run, prompt_ids, n)
     with torch.inference_mode():
         seconds = interleaved_times(decoders, args.rounds)
         ours_text = decoders["ours float32"]()

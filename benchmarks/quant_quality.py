@@ -10,7 +10,11 @@ float32, on 20 prompts of our own:
 * greedy 32-token continuations: how many are identical, and the first token that differs;
 * teacher-forced on float32's continuation: top-1 agreement and mean KL(float32 || quantized);
 * perplexity on held-out text (the last 4,096 characters of Shakespeare's validation split);
-* the 8-bit KV cache (`nn.kv_cache_int8`, float32 weights): greedy texts, bytes per token.
+* the 8-bit KV cache (`nn.kv_cache_int8`, float32 weights): greedy texts, bytes per token;
+* llama.cpp on the same weights (`llama_cpp_reference`: F32, Q8_0, Q4_0 files written here by
+  gguf.quants, and the registry's Q4_1 file): its float32 greedy texts against ours (how far
+  two float32 implementations agree), and each of its kinds against its own float32 (what the
+  format does in the reference implementation).
 
 Goal (issue 31): Q8 greedy text equal to float32's on >= 18 of 20. Mind what float32 is here:
 the registry's SmolLM2 is a Q4_1 file (its token embedding Q8_0), so its float32 weights are
@@ -25,16 +29,21 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import torch
 
 import glassformer as gf
 from benchmarks.common import cpu_name
+from benchmarks.llama_cpp_reference import greedy_runner, write_gguf_as
 from glassformer import fast_decode
 from glassformer.block_quant import quantize
+from glassformer.formats.registry import resolve
 from glassformer.generate import GenerationSettings, generate_ids
+from glassformer.inputs import stop_tokens
 from glassformer.nn.kv_cache import KVCache
 from glassformer.nn.kv_cache_int8 import Int8KVCache
 from glassformer.train.corpus import shakespeare
@@ -166,7 +175,35 @@ def main() -> None:
         f"float32 weights, int8 KV cache: {same} of {len(prompts)} greedy texts the same; "
         f"{int8_bytes:,} bytes per token against {float_bytes:,} ({int8_bytes / float_bytes:.0%})"
     )
+    llama_cpp_rows(args.model, lm, prompts, reference, args.new_tokens)
     print(f"({time.perf_counter() - started:.0f} s)")
+
+
+def llama_cpp_rows(model: str, lm: gf.LanguageModel, prompts, reference, new_tokens: int) -> None:
+    """llama.cpp's greedy texts on ``model``'s GGUF re-made as F32, Q8_0 and Q4_0 (and the file
+    itself): F32 against ours, each kind against llama.cpp's own F32."""
+    source = resolve(model)
+    if source.suffix != ".gguf":
+        print(f"llama.cpp: not run: {model} is not a GGUF file")
+        return
+    stops = stop_tokens(lm.config)
+    with tempfile.TemporaryDirectory() as scratch:
+        files = {"q4_1 (the file)": source}
+        for kind in ("float32", "q8_0", "q4_0"):
+            files[kind] = Path(scratch) / f"{kind}.gguf"
+            write_gguf_as(source, files[kind], kind)
+        texts = {}
+        for kind, path in files.items():
+            run, why = greedy_runner(path)
+            if run is None:
+                print(f"llama.cpp: not run: {why}")
+                return
+            texts[kind] = [run(prompt, new_tokens, stops) for prompt in prompts]
+    same, where = agreement(texts["float32"], reference)
+    print(f"llama.cpp F32 against our float32: {same} of {len(prompts)} the same; differ at {where}")
+    for kind in ("q8_0", "q4_0", "q4_1 (the file)"):
+        same, where = agreement(texts[kind], texts["float32"])
+        print(f"llama.cpp {kind} against llama.cpp F32: {same} of {len(prompts)} the same; differ at {where}")
 
 
 if __name__ == "__main__":
