@@ -78,9 +78,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """``argv`` read by ``parser``, a command's options and its words in any order.
+
+    argparse fills an optional word (``generate MODEL [PROMPT]``, ``workshop [MODEL ...]``) with
+    its default as soon as it meets the first option, so ``generate MODEL --top-k 5 "text"``
+    leaves "text" over. Such a command is read again with its own parser's
+    ``parse_intermixed_args``, which takes the options first and then the words."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, left_over = parser.parse_known_args(argv)
+    command = subcommands(parser).get(args.command) if args.command else None
+    if not left_over or command is None or subcommands(command):  # nothing over, or nested actions
+        return parser.parse_args(argv)  # argparse's own error, if any
+    rest = argv[argv.index(args.command) + 1 :]
+    return argparse.Namespace(command=args.command, **vars(command.parse_intermixed_args(rest)))
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """``parser``'s subcommands by name (none if it has none)."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(actions[0].choices) if actions else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.command is None:
         parser.print_help()
         return 0

@@ -1,6 +1,5 @@
 """The glassformer command and its demo."""
 
-import argparse
 import json
 
 import pytest
@@ -46,15 +45,10 @@ def test_version_and_help(capsys):
     assert "demo" in capsys.readouterr().out
 
 
-def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action.choices
-
-
 def test_every_command_has_its_flags_help_and_a_handler(capsys):
-    commands = subcommands(cli.build_parser())
+    commands = cli.subcommands(cli.build_parser())
     assert list(commands) == [name for name in FLAGS if " " not in name]  # in --help's order
-    commands["tokenizer train"] = subcommands(commands.pop("tokenizer"))["train"]
+    commands["tokenizer train"] = cli.subcommands(commands.pop("tokenizer"))["train"]
     for name, parser in commands.items():
         flags = {flag for action in parser._actions for flag in action.option_strings}
         assert FLAGS.get(name, set()) <= flags, name
@@ -63,6 +57,29 @@ def test_every_command_has_its_flags_help_and_a_handler(capsys):
             cli.main([*name.split(), "--help"])
         assert done.value.code == 0
         assert capsys.readouterr().out.startswith(f"usage: glassformer {name}")
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["generate", "m", "--top-k", "5", "the cat"], {"model": "m", "prompt": "the cat", "top_k": 5}),
+        (["generate", "m", "the cat", "--top-k", "5"], {"model": "m", "prompt": "the cat", "top_k": 5}),
+        (["generate", "--decode-weights", "q4_1", "m", "猫"], {"model": "m", "prompt": "猫"}),
+        (["workshop", "--port", "9000", "a", "b"], {"models": ["a", "b"], "port": 9000}),
+        (["chat", "--max-new-tokens", "4", "smol"], {"model": "smol", "max_new_tokens": 4}),
+    ],
+)
+def test_a_command_s_options_and_words_come_in_any_order(argv, words):
+    args = vars(cli.parse(cli.build_parser(), argv))
+    assert args["command"] == argv[0] and args["handler"] is not None
+    assert {key: args[key] for key in words} == words
+
+
+def test_a_word_too_many_is_still_refused(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["generate", "m", "--top-k", "5", "the cat", "sat"])
+    assert done.value.code == 2
+    assert "unrecognized arguments: sat" in capsys.readouterr().err
 
 
 def test_bad_demo_sizes_are_usage_errors(capsys):
