@@ -183,6 +183,17 @@ def test_the_page_shows_a_quantized_model_s_blocks(browser, models, tmp_path):
         workshop.part_shot("#quant-panel", "quantized_panel")
         page.locator("#quant-matrix .quant-weights .hm-canvas").hover(position={"x": 5, "y": 5})
         assert " × " in page.locator(".quant-weights .hm-tip").inner_text()  # a whole number of steps
+        cols, lines = page.evaluate(
+            """() => {
+              const canvas = document.querySelector('#quant-matrix .quant-weights .hm-canvas');
+              const box = canvas.getBoundingClientRect(), cell = box.width / canvas.width;
+              const lines = [...document.querySelectorAll('#quant-matrix .quant-weights .hm-group-line')];
+              const at = (line) => (line.getBoundingClientRect().left - box.left) / cell;
+              return [canvas.width, lines.map((line) => [+line.dataset.col, at(line)])];
+            }"""
+        )
+        assert lines and [col for col, _ in lines] == list(range(32, cols, 32))  # where each block ends
+        assert all(abs(x - col) < 1 for col, x in lines)  # drawn at its column, in cells
         page.set_viewport_size({"width": 390, "height": 800})  # a phone: the panel never scrolls sideways
         page.mouse.move(0, 0)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

@@ -104,6 +104,7 @@ function weightWindow(view) {
     colLabels: Array.from({ length: cols }, (_, c) => String(win.block * block + c)),
     rowTitle: "row", colTitle: "weight",
     maxHeight: WINDOW_HEIGHT,
+    colGroup: block,
     describe,
   });
   map.classList.add("quant-weights");
@@ -137,7 +138,7 @@ export function renderMatrixView(container, view, onPick) {
     worst,
     ...map,
     el("h3", {}, `The weights the model now multiplies by, around row ${wr}, block ${wb}`),
-    el("p", { class: "hint" }, "Point at a weight: it is a whole number of its block's steps. Every 32 columns a new block, a new step."),
+    el("p", { class: "hint" }, `Point at a weight: it is a whole number of its block's steps. A line marks where a block of ${view.block} ends and the next, with its own step, begins.`),
     weightWindow(view),
   );
 }

@@ -82,7 +82,8 @@ export function legend(scale, extent, low, high) {
 /**
  * options: {values (rows*cols), rows, cols, rowLabels, colLabels, scale: "unit" | "diverging" | "magnitude",
  *           square, rowTitle, colTitle, describe(row, col, value) -> text,
- *           maxWidth, maxHeight: px of cells at most (a teaching slide's room; default 560 x 520)}
+ *           maxWidth, maxHeight: px of cells at most (a teaching slide's room; default 560 x 520),
+ *           colGroup: a line between every colGroup columns (a quantized matrix's blocks of 32)}
  */
 export function heatmap(options) {
   const { values, rows, cols, rowLabels, colLabels, scale = "diverging", square = false, describe } = options;
@@ -113,7 +114,7 @@ export function heatmap(options) {
       options.rowTitle ? el("span", {}, `${options.rowTitle} ↓`) : null),
     colAxis.box,
     rowAxis.box,
-    el("div", { class: "hm-cells" }, canvas),
+    el("div", { class: "hm-cells" }, canvas, groupLines(options.colGroup, cols, cellW, rows * cellH)),
   );
   const root = el("div", { class: `heatmap heatmap-${scale}` }, grid, tip, legend(scale, extent, min, max));
 
@@ -142,6 +143,17 @@ export function heatmap(options) {
     cool();
   });
   return root;
+}
+
+/** Lines over the cells between every ``group`` columns (none without a group), drawn on top of
+ * the canvas and blind to the pointer, so the cells' hover still answers. */
+function groupLines(group, cols, cellW, height) {
+  if (!group || group >= cols) return null;
+  const lines = [];
+  for (let col = group; col < cols; col += group) {
+    lines.push(el("div", { class: "hm-group-line", dataset: { col }, style: { left: `${col * cellW - 1}px`, height: `${height}px` } }));
+  }
+  return lines;
 }
 
 /** A small heatmap with no labels and no hover: one head among many (a thumbnail). A map
