@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -154,10 +155,11 @@ def _split(weight: torch.Tensor) -> torch.Tensor:
 def onednn_layout(threads: int) -> tuple[bool, str]:
     """(whether oneDNN's packed float32 weights beat ``F.linear`` for a 256-row prompt and match
     the split decode product for one row on this CPU, with the timings): measured once per
-    process and thread count on a 1536 x 576 matrix (SmolLM2's FFN), copies past the caches."""
+    process and thread count on copies of a 1536 x 576 matrix (SmolLM2's FFN) past the caches,
+    the four products taken in turn (`interleaved_medians`)."""
     if not (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")):
         return False, "oneDNN is not in this torch"
-    weights = [torch.randn(1536, 576) * 0.02 for _ in range(16)]  # 56 MB
+    weights = [torch.randn(1536, 576) * 0.02 for _ in range(copies_past_caches(1536 * 576))]
     packed = [torch.ops.mkldnn._reorder_linear_weight(w, PACKED_FOR_ROWS) for w in weights]
     split = [_split(w) for w in weights]
     one, prompt = torch.randn(1, 576), torch.randn(256, 576)
@@ -167,25 +169,35 @@ def onednn_layout(threads: int) -> tuple[bool, str]:
         "onednn 256": lambda: [inference_product(prompt, w) for w in packed[:2]],
         "linear 256": lambda: [F.linear(prompt, w) for w in weights[:2]],
     }
-    seconds = {name: median_seconds(run) for name, run in runs.items()}
+    seconds = interleaved_medians(runs)
     # a prompt's products must be faster; one row's no slower than the split's (within noise)
     wins = seconds["onednn 1"] < 1.1 * seconds["split 1"] and seconds["onednn 256"] < seconds["linear 256"]
     ms = {name: f"{value * 1e3:.1f}" for name, value in seconds.items()}
     return wins, (
-        f"oneDNN {ms['onednn 1']} vs split {ms['split 1']} ms (16 one-row products), "
+        f"oneDNN {ms['onednn 1']} vs split {ms['split 1']} ms ({len(weights)} one-row products), "
         f"{ms['onednn 256']} vs F.linear {ms['linear 256']} ms (2 products of 256 rows)"
     )
 
 
-def median_seconds(run, repeats: int = 7) -> float:
-    """Median wall time of ``run()`` over ``repeats`` runs, after one to warm up."""
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[repeats // 2]
+PAST_CACHES = 64 << 20  # bytes of float32 weights a speed test streams: more than a CPU's caches hold
+
+
+def copies_past_caches(numel: int) -> int:
+    """How many copies of a float32 matrix of ``numel`` weights a speed test streams (at least 2),
+    so that each product reads its weights from memory, as decoding a model does."""
+    return max(2, PAST_CACHES // (numel * 4))
+
+
+def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int = 9) -> dict[str, float]:
+    """Median wall time of each of ``runs``, taken in turn (ABAB...) after one warm-up each: a slow
+    moment of the machine (another process, a clock's change) falls on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats + 1):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: sorted(seen[1:])[repeats // 2] for name, seen in times.items()}  # the warm-up left out
 
 
 def version(tensor: torch.Tensor) -> tuple:

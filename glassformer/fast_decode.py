@@ -129,9 +129,9 @@ class _Float32Product:
 @functools.cache
 def faster_than_float32(weights: str, out_features: int, in_features: int, threads: int) -> tuple[bool, str]:
     """(whether the ``weights`` product of an out x in matrix beats the float32 decode product on
-    this CPU, with the timings): medians of single-row products over copies of the matrix that
-    together exceed the caches, once per process, kind, shape and thread count."""
-    copies = max(2, (64 << 20) // (out_features * in_features * 4))  # >= 64 MB of float32
+    this CPU, with the timings): medians of single-row products, taken in turn, over copies of the
+    matrix that together exceed the caches, once per process, kind, shape and thread count."""
+    copies = fast.copies_past_caches(out_features * in_features)
     matrices = [torch.randn(out_features, in_features) * 0.02 for _ in range(copies)]
     splits = [fast.inference_weight(w) for w in matrices]
     products = [QUANTIZED[weights](w) for w in matrices]
@@ -140,7 +140,7 @@ def faster_than_float32(weights: str, out_features: int, in_features: int, threa
         "float32": lambda: [fast.inference_product(x, split) for split in splits],
         weights: lambda: [product(x) for product in products],
     }
-    median = {name: fast.median_seconds(run) / copies for name, run in runs.items()}
+    median = {name: seconds / copies for name, seconds in fast.interleaved_medians(runs).items()}
     return median[weights] < median["float32"], (
         f"{weights} {median[weights] * 1e6:.0f} us vs float32 {median['float32'] * 1e6:.0f} us per "
         f"{out_features} x {in_features} product on {threads} threads"
