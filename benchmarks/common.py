@@ -6,6 +6,10 @@ import statistics
 import time
 from collections.abc import Callable
 
+from glassformer.fast import interleaved_medians, interleaved_times  # the library's measured choices use them
+
+__all__ = ["cpu_name", "interleaved_medians", "interleaved_times", "median_seconds"]
+
 
 def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
     """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
@@ -17,25 +21,6 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, list[float]]:
-    """Each function's wall times, run in turn (ABCABC...) after one warm-up each, so drift hits
-    all alike."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
-    """Median times of several functions, run in turn (`interleaved_times`)."""
-    return {name: statistics.median(ts) for name, ts in interleaved_times(fns, repeats).items()}
 
 
 def cpu_name() -> str:

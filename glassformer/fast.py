@@ -40,6 +40,7 @@ Both are CPU-only: `enable` leaves a model on another device as it is.
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from collections.abc import Callable
 
@@ -169,7 +170,7 @@ def onednn_layout(threads: int) -> tuple[bool, str]:
         "onednn 256": lambda: [inference_product(prompt, w) for w in packed[:2]],
         "linear 256": lambda: [F.linear(prompt, w) for w in weights[:2]],
     }
-    seconds = interleaved_medians(runs)
+    seconds = interleaved_medians(runs, repeats=9)
     # a prompt's products must be faster; one row's no slower than the split's (within noise)
     wins = seconds["onednn 1"] < 1.1 * seconds["split 1"] and seconds["onednn 256"] < seconds["linear 256"]
     ms = {name: f"{value * 1e3:.1f}" for name, value in seconds.items()}
@@ -188,16 +189,24 @@ def copies_past_caches(numel: int) -> int:
     return max(2, PAST_CACHES // (numel * 4))
 
 
-def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int = 9) -> dict[str, float]:
-    """Median wall time of each of ``runs``, taken in turn (ABAB...) after one warm-up each: a slow
-    moment of the machine (another process, a clock's change) falls on all of them alike."""
+def interleaved_times(runs: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, list[float]]:
+    """Each of ``runs``' wall times, taken in turn (ABAB...) after one warm-up each: a slow moment
+    of the machine (another process, a clock's change) falls on all of them alike. The
+    benchmarks (`benchmarks/common.py`) time with it too."""
+    for run in runs.values():
+        run()
     times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats + 1):
+    for _ in range(repeats):
         for name, run in runs.items():
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
-    return {name: sorted(seen[1:])[repeats // 2] for name, seen in times.items()}  # the warm-up left out
+    return times
+
+
+def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
+    """The median of each of ``runs``' times (`interleaved_times`)."""
+    return {name: statistics.median(seen) for name, seen in interleaved_times(runs, repeats).items()}
 
 
 def version(tensor: torch.Tensor) -> tuple:

@@ -140,7 +140,7 @@ def faster_than_float32(weights: str, out_features: int, in_features: int, threa
         "float32": lambda: [fast.inference_product(x, split) for split in splits],
         weights: lambda: [product(x) for product in products],
     }
-    median = {name: seconds / copies for name, seconds in fast.interleaved_medians(runs).items()}
+    median = {name: seconds / copies for name, seconds in fast.interleaved_medians(runs, repeats=9).items()}
     return median[weights] < median["float32"], (
         f"{weights} {median[weights] * 1e6:.0f} us vs float32 {median['float32'] * 1e6:.0f} us per "
         f"{out_features} x {in_features} product on {threads} threads"
