@@ -83,11 +83,16 @@ class MatrixQuantization:
         """Its bytes as llama.cpp stores its blocks."""
         return self.weights // BLOCK * KINDS[self.kind]
 
+    @property
+    def label(self) -> str:
+        return kind_label(self.kind)
+
     def summary(self) -> dict:
         """The matrix in a few numbers: its shape, its largest and RMS error, its largest bound."""
         return {
             "name": self.name,
             "kind": self.kind,
+            "label": self.label,
             "shape": list(self.shape),
             "tied_to": self.tied_to,
             "max_error": float(self.max_error.max()),
@@ -107,8 +112,7 @@ class Quantization:
 
     @property
     def label(self) -> str:
-        """The kind as llama.cpp names it: "Q8_0"."""
-        return self.kind.upper()
+        return kind_label(self.kind)
 
     def model_label(self, name: str) -> str:
         """How a quantized model is named to a person: "smollm2-135m-instruct · Q8_0"."""
@@ -151,6 +155,11 @@ class Quantization:
             "matrices": [m.summary() for m in self.matrices],
             "skipped": dict(self.skipped),
         }
+
+
+def kind_label(kind: str) -> str:
+    """A block kind as llama.cpp names it: "q8_0" -> "Q8_0"."""
+    return kind.upper()
 
 
 def check_kind(kind: str) -> str:

@@ -72,7 +72,7 @@ def matrix_view(
     return {
         "matrix": {**matrix.summary(), "weights": matrix.weights},
         "kind": matrix.kind,
-        "label": matrix.kind.upper(),
+        "label": matrix.label,
         "bits_per_weight": matrix.bytes_after * 8 / matrix.weights,
         "block": BLOCK,
         "bytes_before": 4 * matrix.weights,

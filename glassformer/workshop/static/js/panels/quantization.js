@@ -47,7 +47,7 @@ function header(summary, model) {
   const which = exact.length === 1 ? `${exact[0].name} did not move` : `${exact.length} of ${summary.matrices.length} matrices did not move`;
   const skipped = Object.entries(summary.skipped);
   const others = summary.matrices.filter((m) => m.kind !== summary.kind);  // the head beside a 4-bit kind (block_quant.HEAD_KIND)
-  const head = others.length ? `; ${others.map((m) => m.name).join(", ")} at ${others[0].kind.toUpperCase()}, as llama.cpp keeps the output matrix finer` : "";
+  const head = others.length ? `; ${others.map((m) => m.name).join(", ")} at ${others[0].label}, as llama.cpp keeps the output matrix finer` : "";
   return el("div", { class: "quant-header" },
     el("p", {}, `${model} runs here as ${summary.label}: ${summary.matrices.length} matrices of its blocks and head, `,
       `${bytes(summary.bytes_before)} as float32, ${bytes(summary.bytes_after)} as ${summary.label} `,

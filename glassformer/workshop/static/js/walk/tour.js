@@ -183,7 +183,10 @@ function stopNotes(stop, payload) {
 }
 
 function stopTitle(stop, words) {
-  if (stop.kind === "others") return stop.blocks.length === 2 ? words.others_title_one : fill(words.others_title, { others: stop.blocks.length - 1 });
+  if (stop.kind === "others") {
+    const others = stop.blocks.length - 1;
+    return others === 1 ? words.others_title_one : fill(words.others_title, { others });
+  }
   if (stop.kind === "sample") return words.sample_title;
   const { kind, cross, stack, layer } = stop.stage;
   const block = layer !== null ? `block ${layer}${stack ? ` of the ${stack}` : ""}: ` : "";
